@@ -1,0 +1,1 @@
+//! Examples live in this package's `examples` targets.

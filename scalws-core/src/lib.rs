@@ -1,0 +1,41 @@
+//! # scalws-core
+//!
+//! The vocabulary every ScalWS crate shares, and the server runtime.
+//!
+//! - [`Body`]: the body type of requests and responses in a ScalWS stack.
+//! - [`ConnInfo`]: the listener, scheme and peer of a request, found in its extensions.
+//! - [`error`]: the error type at service boundaries, and the one function that
+//!   turns a failure into a short plain-text response.
+//! - [`server`]: binds listeners and serves any `tower::Service<Request<Body>>`
+//!   over HTTP/1.1 and HTTP/2 (h2c by prior knowledge), enforcing [`Limits`]:
+//!   head size and count (431), request body size (413), header read and
+//!   keep-alive timeouts, connection count, HTTP/2 streams; a panicking request
+//!   gets 500; shutdown drains.
+//!
+//! Core knows nothing of routing, caching or proxying.
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use http::{Request, Response};
+//! use scalws_core::{Body, Limits, ListenerSpec, Server};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let hello = tower::service_fn(|_req: Request<Body>| async {
+//!     Ok::<_, Infallible>(Response::new(Body::from("hello\n")))
+//! });
+//! let listeners = [ListenerSpec { name: "http".into(), address: "127.0.0.1:8080".parse()? }];
+//! let server = Server::bind(&listeners, Limits::default())?;
+//! server.serve(hello, async { let _ = tokio::signal::ctrl_c().await; }).await;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+mod body;
+mod conn;
+pub mod error;
+pub mod server;
+
+pub use body::Body;
+pub use conn::{ConnInfo, Scheme};
+pub use error::BoxError;
+pub use server::{BindFailed, Limits, ListenerSpec, Server};

@@ -1,0 +1,153 @@
+//! Per-connection timing state behind `header_read_timeout` and `keepalive_timeout`.
+//!
+//! hyper's own `header_read_timeout` also runs while a keep-alive connection waits
+//! for its next request, which would cap idle keep-alive at the header timeout.
+//! The two timeouts are separate in our config, so the connection driver keeps
+//! this state and enforces both.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::Limits;
+
+/// Milliseconds since the first call: a cheap monotonic clock for atomics.
+fn now_ms() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    // +1 keeps 0 free to mean "unset".
+    BASE.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+#[derive(Debug)]
+pub(crate) struct Activity {
+    in_flight: AtomicUsize,
+    last_io: AtomicU64,
+    /// When the bytes of a request head that has not arrived whole began; 0 = none.
+    head_started: AtomicU64,
+    multiplexed: AtomicBool,
+}
+
+/// What the driver should do with the connection now.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Check again at this instant.
+    Wait(Instant),
+    /// Idle past `keepalive_timeout`: close gracefully.
+    Idle,
+    /// A request head did not arrive in `header_read_timeout`: drop the connection.
+    HeadTimedOut,
+}
+
+impl Activity {
+    pub(crate) fn new() -> Self {
+        let now = now_ms();
+        Self {
+            in_flight: AtomicUsize::new(0),
+            last_io: AtomicU64::new(now),
+            // A new connection owes us its first request head.
+            head_started: AtomicU64::new(now),
+            multiplexed: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn on_read(&self) {
+        let now = now_ms();
+        self.last_io.store(now, Ordering::Relaxed);
+        if self.in_flight.load(Ordering::Relaxed) == 0
+            && self.head_started.load(Ordering::Relaxed) == 0
+        {
+            self.head_started.store(now, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn on_write(&self) {
+        self.last_io.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// A request head arrived; `multiplexed` for HTTP/2, where bytes between
+    /// requests (pings, window updates) do not start a head.
+    pub(crate) fn request_started(&self, multiplexed: bool) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.head_started.store(0, Ordering::Relaxed);
+        if multiplexed {
+            self.multiplexed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn request_finished(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.last_io.store(now_ms(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn verdict(&self, limits: &Limits) -> Verdict {
+        let now_instant = Instant::now();
+        let now = now_ms();
+        let at = |deadline_ms: u64| now_instant + Duration::from_millis(deadline_ms.saturating_sub(now));
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return Verdict::Wait(now_instant + limits.keepalive_timeout.min(limits.header_read_timeout));
+        }
+        let head = self.head_started.load(Ordering::Relaxed);
+        if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
+            let deadline = head + limits.header_read_timeout.as_millis() as u64;
+            return if now >= deadline {
+                Verdict::HeadTimedOut
+            } else {
+                Verdict::Wait(at(deadline))
+            };
+        }
+        let deadline = self.last_io.load(Ordering::Relaxed) + limits.keepalive_timeout.as_millis() as u64;
+        if now >= deadline {
+            Verdict::Idle
+        } else {
+            Verdict::Wait(at(deadline))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(head_ms: u64, idle_ms: u64) -> Limits {
+        Limits {
+            header_read_timeout: Duration::from_millis(head_ms),
+            keepalive_timeout: Duration::from_millis(idle_ms),
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn new_connection_owes_a_head() {
+        let a = Activity::new();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits(1, 10_000)), Verdict::HeadTimedOut);
+    }
+
+    #[test]
+    fn idle_between_requests_uses_keepalive_timeout() {
+        let a = Activity::new();
+        a.request_started(false);
+        a.request_finished();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(a.verdict(&limits(1, 10_000)), Verdict::Wait(_)));
+        assert_eq!(a.verdict(&limits(10_000, 1)), Verdict::Idle);
+    }
+
+    #[test]
+    fn busy_connection_is_never_closed() {
+        let a = Activity::new();
+        a.request_started(false);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(a.verdict(&limits(1, 1)), Verdict::Wait(_)));
+    }
+
+    #[test]
+    fn bytes_of_a_new_head_start_the_header_clock() {
+        let a = Activity::new();
+        a.request_started(false);
+        a.request_finished();
+        a.on_read();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits(1, 10_000)), Verdict::HeadTimedOut);
+    }
+}

@@ -1,0 +1,267 @@
+//! The server runtime over real sockets: limits, timeouts, panics, protocols, drain.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use scalws_core::{Body, ConnInfo, Limits, ListenerSpec, Server};
+use test_support::{Proto, TestClient, closed_within, raw_exchange, request};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+/// Answers by path: `/echo-body` reads the body, `/panic` panics, `/slow` sleeps,
+/// anything else names the listener and scheme from `ConnInfo`.
+async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
+    match request.uri().path() {
+        "/panic" => panic!("boom"),
+        "/slow" => {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            Ok(Response::new(Body::from("slow done")))
+        }
+        "/echo-body" => match request.into_body().collect().await {
+            Ok(body) => Ok(Response::new(Body::full(body.to_bytes()))),
+            Err(error) => {
+                let status = scalws_core::error::status_for(error.as_ref());
+                Ok(scalws_core::error::error_response(status))
+            }
+        },
+        _ => {
+            let conn = request.extensions().get::<ConnInfo>().unwrap();
+            let text = format!("{} {} {:?}", conn.listener(), conn.scheme().as_str(), request.version());
+            Ok(Response::new(Body::from(text)))
+        }
+    }
+}
+
+struct Running {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+fn start(limits: Limits) -> Running {
+    let spec = ListenerSpec {
+        name: "edge".into(),
+        address: "127.0.0.1:0".parse().unwrap(),
+    };
+    let server = Server::bind(&[spec], limits).unwrap();
+    let addr = server.local_addrs()[0].1;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(tower::service_fn(app), async {
+        let _ = stopped.await;
+    }));
+    Running {
+        addr,
+        stop: Some(stop),
+        done,
+    }
+}
+
+#[tokio::test]
+async fn http1_and_h2c_answer_with_conn_info() {
+    let server = start(Limits::default());
+    let h1 = TestClient::new(Proto::Http1).get(server.addr, "x", "/").await;
+    assert_eq!(h1.text(), "edge http HTTP/1.1");
+    let h2 = TestClient::new(Proto::H2c).get(server.addr, "x", "/").await;
+    assert_eq!(h2.text(), "edge http HTTP/2.0");
+}
+
+#[tokio::test]
+async fn oversized_head_gets_431() {
+    let server = start(Limits {
+        max_header_bytes: 8 * 1024,
+        ..Limits::default()
+    });
+    let big = "a".repeat(10 * 1024);
+    let head = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n");
+    let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+}
+
+#[tokio::test]
+async fn too_many_headers_get_431() {
+    let server = start(Limits {
+        max_headers: 10,
+        ..Limits::default()
+    });
+    let mut head = String::from("GET / HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..11 {
+        head.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    head.push_str("\r\n");
+    let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+
+    // Exactly at the limit is fine.
+    let mut head = String::from("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    for i in 0..8 {
+        head.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    head.push_str("\r\n");
+    let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
+
+#[tokio::test]
+async fn declared_body_over_limit_gets_413() {
+    let server = start(Limits {
+        max_request_body: 1024,
+        ..Limits::default()
+    });
+    let head = "POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n";
+    let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("413 Payload Too Large"), "{reply}");
+}
+
+#[tokio::test]
+async fn streamed_body_over_limit_gets_413_and_under_limit_passes() {
+    let server = start(Limits {
+        max_request_body: 1024,
+        ..Limits::default()
+    });
+    let client = TestClient::new(Proto::Http1);
+    let ok = client
+        .send(
+            request("POST", server.addr, "x", "/echo-body")
+                .body(Full::new(Bytes::from(vec![b'a'; 1024])))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.body.len(), 1024);
+
+    let chunk = "a".repeat(600);
+    let chunked = format!(
+        "POST /echo-body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n{chunk}\r\n258\r\n{chunk}\r\n0\r\n\r\n"
+    );
+    let reply = raw_exchange(server.addr, chunked.as_bytes(), Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+}
+
+#[tokio::test]
+async fn half_a_head_is_disconnected_after_header_read_timeout() {
+    let server = start(Limits {
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
+    assert!(started.elapsed() >= Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn silent_new_connection_is_closed_after_header_read_timeout() {
+    let server = start(Limits {
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn keepalive_outlives_header_timeout_and_closes_after_keepalive_timeout() {
+    let server = start(Limits {
+        header_read_timeout: Duration::from_millis(200),
+        keepalive_timeout: Duration::from_millis(900),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    // Idle for longer than the header timeout but less than keep-alive: still open.
+    assert!(!closed_within(&mut stream, Duration::from_millis(500)).await);
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    assert!(!closed_within(&mut stream, Duration::from_millis(300)).await);
+    // Then idle past keep-alive: closed.
+    assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn a_panicking_request_gets_500_and_the_server_goes_on() {
+    let server = start(Limits::default());
+    let client = TestClient::new(Proto::Http1);
+    let reply = client.get(server.addr, "x", "/panic").await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.text(), "500 Internal Server Error\n");
+    let again = client.get(server.addr, "x", "/").await;
+    assert_eq!(again.status, 200);
+}
+
+#[tokio::test]
+async fn h2_max_concurrent_streams_is_advertised() {
+    let server = start(Limits {
+        h2_max_concurrent_streams: std::num::NonZeroU32::new(2).unwrap(),
+        ..Limits::default()
+    });
+    // Five concurrent slow requests on one h2 connection all complete; with two
+    // streams at a time they take at least three rounds.
+    let client = TestClient::new(Proto::H2c);
+    // One request first, so the client has the server's SETTINGS and queues
+    // rather than having extra streams refused.
+    assert_eq!(client.get(server.addr, "x", "/").await.status, 200);
+    let started = std::time::Instant::now();
+    let replies = futures_join(
+        (0..5).map(|_| {
+            let client = client.clone();
+            let addr = server.addr;
+            async move { client.get(addr, "x", "/slow").await.status }
+        }),
+    )
+    .await;
+    assert!(replies.iter().all(|s| *s == 200));
+    assert!(started.elapsed() >= Duration::from_millis(2300), "{:?}", started.elapsed());
+}
+
+async fn futures_join<F: std::future::Future<Output = u16> + Send + 'static>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<u16> {
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn drain_finishes_in_flight_and_refuses_new_connections() {
+    let mut server = start(Limits {
+        drain_timeout: Duration::from_secs(5),
+        ..Limits::default()
+    });
+    let addr = server.addr;
+    let slow = tokio::spawn(async move { TestClient::new(Proto::Http1).get(addr, "x", "/slow").await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.stop.take().unwrap().send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(TcpStream::connect(addr).await.is_err(), "new connections must be refused");
+    let reply = slow.await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), "slow done");
+    tokio::time::timeout(Duration::from_secs(5), server.done).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn drain_timeout_cuts_requests_that_run_too_long() {
+    let mut server = start(Limits {
+        drain_timeout: Duration::from_millis(100),
+        ..Limits::default()
+    });
+    let addr = server.addr;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.stop.take().unwrap().send(()).unwrap();
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), server.done).await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_millis(700));
+    let _ = StatusCode::OK;
+}

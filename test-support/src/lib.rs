@@ -1,0 +1,136 @@
+//! Helpers for ScalWS's tests: HTTP/1.1 and h2c clients, raw sockets, all on loopback.
+//!
+//! Not published; every crate's tests share it so each test reads as what a
+//! user would do and see.
+#![allow(missing_docs, unreachable_pub, clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A response read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub version: http::Version,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap_or("<binary>")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Which protocol a [`TestClient`] speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Http1,
+    /// HTTP/2 over cleartext, by prior knowledge.
+    H2c,
+}
+
+/// A pooled client for one protocol.
+#[derive(Clone)]
+pub struct TestClient {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl TestClient {
+    pub fn new(proto: Proto) -> Self {
+        let mut builder = Client::builder(TokioExecutor::new());
+        if proto == Proto::H2c {
+            builder.http2_only(true);
+        }
+        Self {
+            client: builder.build_http(),
+        }
+    }
+
+    pub async fn send(&self, request: Request<Full<Bytes>>) -> Reply {
+        let response = tokio::time::timeout(Duration::from_secs(10), self.client.request(request))
+            .await
+            .expect("request timed out")
+            .expect("request failed");
+        read_whole(response).await
+    }
+
+    /// GET `http://{addr}{path}` with Host `host`.
+    pub async fn get(&self, addr: SocketAddr, host: &str, path: &str) -> Reply {
+        self.send(request("GET", addr, host, path).body(Full::default()).unwrap())
+            .await
+    }
+}
+
+/// A request builder aimed at `addr` with the given Host.
+pub fn request(method: &str, addr: SocketAddr, host: &str, path: &str) -> http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header(http::header::HOST, host)
+}
+
+pub async fn read_whole<B>(response: Response<B>) -> Reply
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.expect("body failed").to_bytes();
+    Reply {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        version: parts.version,
+        body,
+    }
+}
+
+/// Writes `bytes` on a fresh connection and reads until the server closes it
+/// (or `wait` passes). Returns what was read, lossily as text.
+pub async fn raw_exchange(addr: SocketAddr, bytes: &[u8], wait: Duration) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    read_until_close(&mut stream, wait).await
+}
+
+/// Reads until EOF, an error (reset), or `wait`.
+pub async fn read_until_close(stream: &mut TcpStream, wait: Duration) -> String {
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(wait, async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// True when the peer closed `stream` within `wait` (EOF or reset).
+pub async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
