@@ -1,0 +1,46 @@
+//! # scalws-proxy
+//!
+//! What answers a request, and the [`Gateway`] that composes every stage into
+//! one `tower::Service`.
+//!
+//! - [`Respond`]: a fixed status, headers and body.
+//! - [`StaticFiles`]: files under a directory, with conditional requests,
+//!   ranges, and small files served from memory.
+//! - [`Gateway`]: listener -> host -> path -> route -> [`Action`]; see
+//!   `gateway.rs` for the order.
+//!
+//! The `proxy` action (upstream pools) is not part of this version.
+//!
+//! ```
+//! use http::{Method, StatusCode};
+//! use scalws_proxy::{Action, Application, Gateway, Respond};
+//! use scalws_router::{PathMatch, RouteSpec};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let hello = Respond::new(StatusCode::OK, "hello\n");
+//! let site = Application::builder("site")
+//!     .domain("example.com")?
+//!     .route(RouteSpec {
+//!         path: PathMatch::Prefix("/".into()),
+//!         methods: None,
+//!         headers: vec![],
+//!         query: vec![],
+//!         target: Action::Respond(hello),
+//!     })?;
+//! let gateway = Gateway::builder().listener("http").application(site).build()?;
+//! # let _ = (gateway, Method::GET);
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+mod action;
+mod application;
+mod gateway;
+mod respond;
+mod static_files;
+
+pub use action::{Action, ActionFuture};
+pub use application::{Application, ApplicationBuilder};
+pub use gateway::{Gateway, GatewayBuilder, InvalidGateway};
+pub use respond::Respond;
+pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};

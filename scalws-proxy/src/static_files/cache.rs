@@ -1,0 +1,122 @@
+//! Small files held in memory, so serving one costs no disk read.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::representation::Representation;
+
+/// Files up to this size are cached; larger ones stream from disk.
+pub(super) const MAX_CACHED_FILE: u64 = 64 * 1024;
+/// Total bytes of cached files per `static` route.
+const CAPACITY: u64 = 64 * 1024 * 1024;
+/// An entry is served without looking at the disk for this long after its last check.
+const TRUST_FOR_MS: u64 = 1000;
+/// What an entry costs beyond its bytes (key, headers, bookkeeping), roughly.
+const ENTRY_OVERHEAD: u32 = 512;
+
+/// A small file's bytes and headers.
+#[derive(Debug)]
+pub(super) struct CachedFile {
+    pub(super) representation: Representation,
+    pub(super) bytes: Bytes,
+    /// The canonical path read, to tell a recheck that finds another file.
+    pub(super) path: PathBuf,
+    /// When the disk last agreed with this entry, in [`FileCache`] milliseconds.
+    checked_ms: AtomicU64,
+}
+
+impl CachedFile {
+    pub(super) fn new(
+        representation: Representation,
+        bytes: Bytes,
+        path: PathBuf,
+        checked_ms: u64,
+    ) -> Self {
+        Self {
+            representation,
+            bytes,
+            path,
+            checked_ms: AtomicU64::new(checked_ms),
+        }
+    }
+}
+
+/// What the cache says about a path.
+pub(super) enum Lookup {
+    /// Serve it.
+    Fresh(Arc<CachedFile>),
+    /// Trusted too long: this request checks the disk, then serves it or drops it.
+    Recheck(Arc<CachedFile>),
+    /// Not cached.
+    Miss,
+}
+
+/// The cache of one `static` route, keyed by the path relative to its root.
+pub(super) struct FileCache {
+    files: moka::sync::Cache<Box<str>, Arc<CachedFile>>,
+    epoch: Instant,
+}
+
+impl FileCache {
+    pub(super) fn new() -> Self {
+        let files = moka::sync::Cache::builder()
+            .max_capacity(CAPACITY)
+            .weigher(|key: &Box<str>, file: &Arc<CachedFile>| {
+                let bytes = file.bytes.len().saturating_add(key.len());
+                u32::try_from(bytes)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(ENTRY_OVERHEAD)
+            })
+            .build();
+        Self {
+            files,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// The clock entries are stamped with: cheap (vDSO), monotonic.
+    pub(super) fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    #[inline]
+    pub(super) fn lookup(&self, key: &str) -> Lookup {
+        let Some(file) = self.files.get(key) else {
+            return Lookup::Miss;
+        };
+        let now = self.now_ms();
+        let checked = file.checked_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(checked) < TRUST_FOR_MS {
+            return Lookup::Fresh(file);
+        }
+        // One request claims the recheck; concurrent ones keep serving the entry,
+        // which is within the documented staleness window anyway.
+        match file
+            .checked_ms
+            .compare_exchange(checked, now, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => Lookup::Recheck(file),
+            Err(_) => Lookup::Fresh(file),
+        }
+    }
+
+    pub(super) fn insert(&self, key: &str, file: Arc<CachedFile>) {
+        self.files.insert(key.into(), file);
+    }
+
+    pub(super) fn invalidate(&self, key: &str) {
+        self.files.invalidate(key);
+    }
+}
+
+impl std::fmt::Debug for FileCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileCache")
+            .field("entries", &self.files.entry_count())
+            .finish()
+    }
+}

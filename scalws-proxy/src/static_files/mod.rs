@@ -1,0 +1,242 @@
+//! The `static` action: files under a root directory (SPEC section 5).
+//!
+//! The life of a request, in [`StaticFiles::serve`]:
+//!
+//! 1. **Method**: GET or HEAD, else 405 with `Allow: GET, HEAD`.
+//! 2. **Path** ([`request_path`]): the route's prefix is stripped segment-wise and each
+//!    segment percent-decoded once. NUL is 400; an encoded `/`, `.`, `..`, a dotfile or
+//!    invalid UTF-8 is 404.
+//! 3. **Memory** ([`cache`]): a small file (up to 64 KiB; 64 MiB per route in all) is
+//!    answered from memory with precomputed headers, no system call.
+//! 4. **Disk** ([`resolve`], in `spawn_blocking`): the path is canonicalised and must
+//!    stay inside the canonical root (a symlink leaving it is 404, like a missing file);
+//!    a directory gives its `index`, else a [`listing`] if enabled, else 404. A small
+//!    file is read and cached; a larger one streams in 64 KiB chunks ([`body`]).
+//!    Permission denied on a file inside the root is 403.
+//! 5. **Response** ([`response`]): `If-None-Match` / `If-Modified-Since` give 304, one
+//!    `Range` 206 (416 if unsatisfiable, honoured only if `If-Range` matches); HEAD
+//!    gets GET's headers without the body.
+//!
+//! # Staleness
+//!
+//! A cached file is trusted for **1 second** after the disk last agreed with it: within
+//! that window a change to the file (or its removal) may not be seen. The first request
+//! after the window re-checks the file (canonical path, length, mtime) with a few
+//! `stat` calls, then serves the entry or drops it and reads the file again. So most
+//! hits cost no system call, and a change is visible at most about a second later.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use scalws_proxy::{StaticFiles, StaticOptions};
+//!
+//! let files = StaticFiles::new(StaticOptions {
+//!     root: "/srv/www".into(),
+//!     index: Some("index.html".into()),
+//!     listing: false,
+//!     strip_prefix: "/static".into(),
+//! })?;
+//! let response = files
+//!     .serve(&http::Method::GET, "/static/app.css", &http::HeaderMap::new())
+//!     .await;
+//! # let _ = response; Ok(()) }
+//! ```
+
+mod body;
+mod cache;
+mod conditional;
+mod error;
+mod listing;
+mod range;
+mod representation;
+mod request_path;
+mod resolve;
+mod response;
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use scalws_core::Body;
+use scalws_core::error::error_response;
+
+use cache::{CachedFile, FileCache, Lookup};
+use request_path::Prefix;
+use resolve::Loaded;
+use response::Content;
+
+pub use error::InvalidStaticRoot;
+
+/// Options of one `static` route.
+#[derive(Clone, Debug)]
+pub struct StaticOptions {
+    /// The directory served.
+    pub root: PathBuf,
+    /// The file served for a directory, e.g. `index.html`; `None` for none.
+    pub index: Option<String>,
+    /// An HTML listing for a directory without an index.
+    pub listing: bool,
+    /// The route's prefix, stripped from the path (`"/"` or `""`: nothing).
+    pub strip_prefix: String,
+}
+
+/// The `static` action: serves the files under a root. Clones share one cache.
+#[derive(Clone)]
+pub struct StaticFiles {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Canonical.
+    root: PathBuf,
+    index: Option<Box<str>>,
+    listing: bool,
+    prefix: Prefix,
+    cache: FileCache,
+}
+
+// === impl StaticFiles ===
+
+impl StaticFiles {
+    /// Canonicalises `root`; fails if it is missing, not a directory, or unreadable.
+    pub fn new(options: StaticOptions) -> Result<Self, InvalidStaticRoot> {
+        let invalid = |reason: String| InvalidStaticRoot {
+            path: options.root.clone(),
+            reason,
+        };
+        let root = std::fs::canonicalize(&options.root).map_err(|e| invalid(e.to_string()))?;
+        if !root.is_dir() {
+            return Err(invalid("not a directory".into()));
+        }
+        std::fs::read_dir(&root).map_err(|e| invalid(e.to_string()))?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                root,
+                index: options.index.map(String::into_boxed_str),
+                listing: options.listing,
+                prefix: Prefix::new(&options.strip_prefix),
+                cache: FileCache::new(),
+            }),
+        })
+    }
+
+    /// Answers a request for `path`: the request path after the router's normalisation
+    /// (unreserved escapes decoded, dot segments removed), other escapes still in it.
+    /// A raw path is safe too: nothing here relies on the router's checks.
+    pub async fn serve(&self, method: &Method, path: &str, headers: &HeaderMap) -> Response<Body> {
+        let head = match *method {
+            Method::GET => false,
+            Method::HEAD => true,
+            _ => return response::method_not_allowed(),
+        };
+        let shared = &*self.shared;
+        let Some(rest) = shared.prefix.strip(path) else {
+            return error_response(StatusCode::NOT_FOUND);
+        };
+        let rel = match request_path::relative(rest) {
+            Ok(rel) => rel,
+            Err(status) => return error_response(status),
+        };
+        match shared.cache.lookup(&rel) {
+            Lookup::Fresh(file) => return cached(head, headers, &file),
+            Lookup::Recheck(file) => {
+                if self.unchanged(&rel, &file).await {
+                    return cached(head, headers, &file);
+                }
+                shared.cache.invalidate(&rel);
+            }
+            Lookup::Miss => {}
+        }
+        self.from_disk(head, path, &rel, headers).await
+    }
+
+    /// Whether a cached file still matches the disk.
+    async fn unchanged(&self, rel: &str, file: &Arc<CachedFile>) -> bool {
+        let (shared, rel, file) = (self.shared.clone(), rel.to_owned(), file.clone());
+        tokio::task::spawn_blocking(move || {
+            resolve::unchanged(&shared.root, &rel, shared.index.as_deref(), &file)
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    async fn from_disk(
+        &self,
+        head: bool,
+        path: &str,
+        rel: &str,
+        headers: &HeaderMap,
+    ) -> Response<Body> {
+        let shared = self.shared.clone();
+        let key = rel.to_owned();
+        let listing_base = shared.listing.then(|| path.to_owned());
+        let loaded = tokio::task::spawn_blocking(move || {
+            let now = shared.cache.now_ms();
+            let index = shared.index.as_deref();
+            let loaded = resolve::load(&shared.root, &key, index, listing_base.as_deref(), now);
+            if let Ok(Loaded::Small(file)) = &loaded {
+                shared.cache.insert(&key, file.clone());
+            }
+            loaded
+        })
+        .await;
+        match loaded {
+            Ok(Ok(Loaded::Small(file))) => cached(head, headers, &file),
+            Ok(Ok(Loaded::Large(file, handle))) => {
+                response::file(head, headers, &file, Content::Disk(handle))
+            }
+            Ok(Ok(Loaded::Listing(html))) => response::listing(head, html),
+            Ok(Err(status)) => error_response(status),
+            Err(_) => error_response(StatusCode::INTERNAL_SERVER_ERROR),
+        }
+    }
+}
+
+#[inline]
+fn cached(head: bool, headers: &HeaderMap, file: &CachedFile) -> Response<Body> {
+    response::file(
+        head,
+        headers,
+        &file.representation,
+        Content::Memory(file.bytes.clone()),
+    )
+}
+
+impl fmt::Debug for StaticFiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StaticFiles")
+            .field("root", &self.shared.root)
+            .field("index", &self.shared.index)
+            .field("listing", &self.shared.listing)
+            .field("prefix", &self.shared.prefix)
+            .field("cache", &self.shared.cache)
+            .finish()
+    }
+}
+
+// === impl Service ===
+
+/// For embedders: serves a request by its URI path.
+impl<B> tower::Service<Request<B>> for StaticFiles {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let files = self.clone();
+        let (parts, _body) = request.into_parts();
+        Box::pin(async move {
+            Ok(files
+                .serve(&parts.method, parts.uri.path(), &parts.headers)
+                .await)
+        })
+    }
+}

@@ -1,0 +1,157 @@
+//! The request's host, in the form domain patterns are stored in.
+
+use std::borrow::Cow;
+
+use super::pattern::is_ipv6_byte;
+
+/// The request's `Host` or `:authority` is empty or not a valid host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Host")]
+pub struct InvalidHost;
+
+/// Normalises a `Host` header or `:authority` for [`HostTable::get`](crate::HostTable::get).
+///
+/// Lower-cases, removes the port (`[v6]:port` keeps the bracketed literal as the host)
+/// and one trailing dot. Borrows from `raw` unless it holds upper-case letters.
+///
+/// Errors: an empty host, a byte outside `a-z 0-9 - _ .` (after lower-casing; an IPv6
+/// literal in brackets holds hex digits, `:` and `.`), an empty label (`a..b`), or a
+/// port that is not all digits.
+pub fn normalize_host(raw: &str) -> Result<Cow<'_, str>, InvalidHost> {
+    let (host, port) = split_port(raw)?;
+    if !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(InvalidHost);
+    }
+    if host.starts_with('[') {
+        return ipv6_literal(host);
+    }
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let mut upper = false;
+    let mut label_start = true;
+    for b in host.bytes() {
+        match b {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => label_start = false,
+            b'A'..=b'Z' => (upper, label_start) = (true, false),
+            b'.' if !label_start => label_start = true,
+            _ => return Err(InvalidHost),
+        }
+    }
+    // `label_start` still set: empty host, or a name ending in an empty label (`a..`).
+    if label_start {
+        return Err(InvalidHost);
+    }
+    if upper {
+        return Ok(Cow::Owned(lowercase(host)));
+    }
+    Ok(Cow::Borrowed(host))
+}
+
+/// Splits `host[:port]` and `[v6][:port]`; the port is `""` when absent.
+#[inline]
+fn split_port(raw: &str) -> Result<(&str, &str), InvalidHost> {
+    if raw.starts_with('[') {
+        let end = raw.find(']').ok_or(InvalidHost)? + 1;
+        let (host, rest) = raw.split_at(end);
+        return match rest.strip_prefix(':') {
+            Some(port) => Ok((host, port)),
+            None if rest.is_empty() => Ok((host, "")),
+            None => Err(InvalidHost),
+        };
+    }
+    Ok(raw.split_once(':').unwrap_or((raw, "")))
+}
+
+#[cold]
+#[inline(never)]
+fn ipv6_literal(host: &str) -> Result<Cow<'_, str>, InvalidHost> {
+    let inner = &host[1..host.len() - 1];
+    if inner.is_empty() || !inner.bytes().all(is_ipv6_byte) {
+        return Err(InvalidHost);
+    }
+    if host.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Ok(Cow::Owned(lowercase(host)));
+    }
+    Ok(Cow::Borrowed(host))
+}
+
+#[cold]
+#[inline(never)]
+fn lowercase(host: &str) -> String {
+    host.to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn norm(raw: &str) -> Result<Cow<'_, str>, InvalidHost> {
+        normalize_host(raw)
+    }
+
+    #[test]
+    fn normalises_port_case_and_trailing_dot() {
+        assert_eq!(norm("example.com:8080").unwrap(), "example.com");
+        assert_eq!(norm("example.com.").unwrap(), "example.com");
+        assert_eq!(norm("Example.COM.:443").unwrap(), "example.com");
+        assert_eq!(norm("WWW.Example.Com").unwrap(), "www.example.com");
+        assert_eq!(norm("127.0.0.1:80").unwrap(), "127.0.0.1");
+        assert_eq!(norm("my_host-1").unwrap(), "my_host-1");
+        assert_eq!(norm("example.com:").unwrap(), "example.com");
+    }
+
+    #[test]
+    fn keeps_bracketed_ipv6_literal_as_host() {
+        assert_eq!(norm("[::1]:8080").unwrap(), "[::1]");
+        assert_eq!(norm("[::1]").unwrap(), "[::1]");
+        assert_eq!(norm("[2001:DB8::1]:443").unwrap(), "[2001:db8::1]");
+        assert_eq!(norm("[::ffff:1.2.3.4]").unwrap(), "[::ffff:1.2.3.4]");
+    }
+
+    #[test]
+    fn borrows_when_already_normal() {
+        for raw in [
+            "example.com",
+            "example.com:8080",
+            "example.com.",
+            "[::1]:80",
+        ] {
+            assert!(matches!(norm(raw).unwrap(), Cow::Borrowed(_)), "{raw}");
+        }
+        assert!(matches!(norm("Example.com").unwrap(), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn rejects_invalid_hosts() {
+        for raw in [
+            "",
+            ":80",
+            ".",
+            "..",
+            ".example.com",
+            "a..b",
+            "example.com..",
+            "host:abc",
+            "host:80:80",
+            "host:-1",
+            "exa mple.com",
+            "exa$mple.com",
+            "bücher.de",
+            "user@example.com",
+            "[::1",
+            "[]",
+            "[::1]x",
+            "[::1]:8x",
+            "[::g]",
+            "::1",
+        ] {
+            assert_eq!(norm(raw), Err(InvalidHost), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn error_text() {
+        assert_eq!(InvalidHost.to_string(), "invalid Host");
+    }
+}

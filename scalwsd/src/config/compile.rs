@@ -1,0 +1,531 @@
+//! From the file as written to the typed pieces: every reference resolved,
+//! every value checked, every error located.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::Arc;
+
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use scalws_core::{Limits, ListenerSpec};
+use scalws_proxy::{Action, Application, ApplicationBuilder, Gateway, Respond, StaticFiles, StaticOptions};
+use scalws_router::{HostPattern, PathMatch, RouteSpec};
+use serde_saphyr::{Location, Spanned};
+
+use super::error::{ConfigErrors, Errors, did_you_mean};
+use super::schema::{ApplicationFile, File, LimitsFile, ListenerFile, NotYet, RouteFile};
+use super::Config;
+
+pub(crate) fn compile(file_name: &str, file: File, base_dir: &Path) -> Result<Config, ConfigErrors> {
+    let mut errors = Errors::new(file_name);
+    let mut compiler = Compiler { errors: &mut errors, base_dir };
+
+    let workers = file.workers.as_ref().and_then(|w| {
+        if w.value == 0 {
+            compiler.errors.at(&w.referenced, "workers", "must be at least 1");
+            None
+        } else {
+            Some(w.value)
+        }
+    });
+    compiler.not_yet(&file.admin, "admin", "the admin listener");
+    compiler.not_yet(&file.upstreams, "upstreams", "proxying to upstreams");
+    if let Some(log) = &file.access_log
+        && log.value != "off"
+    {
+        compiler.errors.at(
+            &log.referenced,
+            "access_log",
+            "access logging is not available in this version of scalwsd; only \"off\" is accepted",
+        );
+    }
+    let limits = compiler.limits(&file.limits);
+    if file.listeners.is_empty() {
+        compiler.errors.at(&Location::UNKNOWN, "listeners", "at least one listener is needed");
+    }
+    let listeners = compiler.listeners(&file.listeners);
+    let names: Vec<&str> = file.listeners.iter().map(|l| l.value.name.value.as_str()).collect();
+
+    let mut gateway = Gateway::builder();
+    for name in &names {
+        gateway = gateway.listener(*name);
+    }
+    let mut apps_seen: HashMap<&str, ()> = HashMap::new();
+    let mut claimed: HashMap<(String, String), String> = HashMap::new();
+    for (i, app) in file.applications.iter().enumerate() {
+        let path = format!("applications[{i}]");
+        let name = &app.value.name;
+        if apps_seen.insert(name.value.as_str(), ()).is_some() {
+            compiler.errors.at(
+                &name.referenced,
+                format!("{path}.name"),
+                format!("application name \"{}\" is used twice", name.value),
+            );
+        }
+        if let Some(builder) = compiler.application(&path, &app.value, &names, &mut claimed) {
+            gateway = gateway.application(builder);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.finish());
+    }
+    let gateway = match gateway.build() {
+        Ok(gateway) => gateway,
+        Err(error) => {
+            // The checks above catch these with positions; this is a backstop.
+            errors.at(&Location::UNKNOWN, "applications", error.to_string());
+            return Err(errors.finish());
+        }
+    };
+    errors.into_result(Config {
+        workers,
+        limits,
+        listeners,
+        gateway,
+    })
+}
+
+struct Compiler<'a> {
+    errors: &'a mut Errors,
+    base_dir: &'a Path,
+}
+
+impl Compiler<'_> {
+    fn not_yet(&mut self, value: &NotYet, path: &str, what: &str) {
+        if let Some(value) = value {
+            self.errors.at(
+                &value.referenced,
+                path,
+                format!("{what} is not available in this version of scalwsd"),
+            );
+        }
+    }
+
+    fn limits(&mut self, file: &LimitsFile) -> Limits {
+        let mut limits = Limits::default();
+        let path = |key: &str| format!("limits.{key}");
+        if let Some(v) = &file.max_connections {
+            if v.value == 0 {
+                self.errors.at(&v.referenced, path("max_connections"), "must be at least 1");
+            }
+            limits.max_connections = v.value.max(1);
+        }
+        if let Some(v) = &file.header_read_timeout {
+            if v.value.0.is_zero() {
+                self.errors.at(&v.referenced, path("header_read_timeout"), "must be more than 0s");
+            }
+            limits.header_read_timeout = v.value.0;
+        }
+        if let Some(v) = &file.keepalive_timeout {
+            if v.value.0.is_zero() {
+                self.errors.at(&v.referenced, path("keepalive_timeout"), "must be more than 0s");
+            }
+            limits.keepalive_timeout = v.value.0;
+        }
+        if let Some(v) = &file.max_header_bytes {
+            if v.value.0 < 8192 {
+                self.errors.at(
+                    &v.referenced,
+                    path("max_header_bytes"),
+                    "must be at least 8KiB (the smallest read buffer the HTTP/1 parser takes)",
+                );
+            }
+            limits.max_header_bytes = usize::try_from(v.value.0).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = &file.max_headers {
+            if v.value == 0 {
+                self.errors.at(&v.referenced, path("max_headers"), "must be at least 1");
+            }
+            limits.max_headers = v.value.max(1);
+        }
+        if let Some(v) = &file.h2_max_concurrent_streams {
+            match NonZeroU32::new(v.value) {
+                Some(n) => limits.h2_max_concurrent_streams = n,
+                None => self.errors.at(&v.referenced, path("h2_max_concurrent_streams"), "must be at least 1"),
+            }
+        }
+        if let Some(v) = &file.max_request_body {
+            limits.max_request_body = v.value.0;
+        }
+        if let Some(v) = &file.drain_timeout {
+            limits.drain_timeout = v.value.0;
+        }
+        limits
+    }
+
+    fn listeners(&mut self, listeners: &[Spanned<ListenerFile>]) -> Vec<ListenerSpec> {
+        let mut specs = Vec::new();
+        let mut names: HashMap<&str, ()> = HashMap::new();
+        let mut addresses: HashMap<SocketAddr, &str> = HashMap::new();
+        for (i, listener) in listeners.iter().enumerate() {
+            let l = &listener.value;
+            let path = |key: &str| format!("listeners[{i}].{key}");
+            if l.name.value.is_empty() {
+                self.errors.at(&l.name.referenced, path("name"), "must not be empty");
+            } else if names.insert(l.name.value.as_str(), ()).is_some() {
+                self.errors.at(
+                    &l.name.referenced,
+                    path("name"),
+                    format!("listener name \"{}\" is used twice", l.name.value),
+                );
+            }
+            match l.protocol.as_ref().map(|p| p.value.as_str()) {
+                None | Some("http") => {}
+                Some(protocol @ ("https" | "http3")) => {
+                    let at = l.protocol.as_ref().map_or(Location::UNKNOWN, |p| p.referenced);
+                    self.errors.at(
+                        &at,
+                        path("protocol"),
+                        format!("protocol \"{protocol}\" is not available in this version of scalwsd (only \"http\")"),
+                    );
+                }
+                Some(other) => {
+                    let at = l.protocol.as_ref().map_or(Location::UNKNOWN, |p| p.referenced);
+                    let hint = did_you_mean(other, ["http", "https", "http3"]);
+                    self.errors.at(
+                        &at,
+                        path("protocol"),
+                        format!("unknown protocol \"{other}\"{hint}; expected http, https or http3"),
+                    );
+                }
+            }
+            self.not_yet(&l.tls, &path("tls"), "TLS");
+            match l.address.value.parse::<SocketAddr>() {
+                Ok(address) => {
+                    if let Some(other) = addresses.insert(address, l.name.value.as_str()) {
+                        self.errors.at(
+                            &l.address.referenced,
+                            path("address"),
+                            format!("address {address} is already used by listener \"{other}\""),
+                        );
+                    }
+                    specs.push(ListenerSpec {
+                        name: Arc::from(l.name.value.as_str()),
+                        address,
+                    });
+                }
+                Err(_) => self.errors.at(
+                    &l.address.referenced,
+                    path("address"),
+                    format!("invalid address \"{}\": expected IP:PORT, e.g. 127.0.0.1:8080 or [::1]:8080", l.address.value),
+                ),
+            }
+        }
+        specs
+    }
+
+    fn application(
+        &mut self,
+        path: &str,
+        app: &ApplicationFile,
+        listener_names: &[&str],
+        claimed: &mut HashMap<(String, String), String>,
+    ) -> Option<ApplicationBuilder> {
+        let name = app.name.value.as_str();
+        let mut builder = Application::builder(name);
+        let mut ok = true;
+
+        let mut bound: Vec<&str> = Vec::new();
+        match &app.listeners {
+            None => bound.extend_from_slice(listener_names),
+            Some(list) => {
+                if list.is_empty() {
+                    self.errors.at(&app.name.referenced, format!("{path}.listeners"), "must name at least one listener");
+                    ok = false;
+                }
+                for (j, listener) in list.iter().enumerate() {
+                    if listener_names.contains(&listener.value.as_str()) {
+                        bound.push(listener.value.as_str());
+                        builder = builder.listener(listener.value.as_str());
+                    } else {
+                        let hint = did_you_mean(&listener.value, listener_names.iter().copied());
+                        self.errors.at(
+                            &listener.referenced,
+                            format!("{path}.listeners[{j}]"),
+                            format!("unknown listener \"{}\"{hint}", listener.value),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+
+        if app.domains.is_empty() {
+            self.errors.at(&app.name.referenced, format!("{path}.domains"), "must list at least one domain (\"*\" matches any)");
+            ok = false;
+        }
+        for (j, domain) in app.domains.iter().enumerate() {
+            let at = format!("{path}.domains[{j}]");
+            let pattern = match HostPattern::parse(&domain.value) {
+                Ok(pattern) => pattern,
+                Err(error) => {
+                    self.errors.at(&domain.referenced, at, error.to_string());
+                    ok = false;
+                    continue;
+                }
+            };
+            for listener in &bound {
+                let key = ((*listener).to_owned(), pattern.to_string());
+                if let Some(first) = claimed.get(&key) {
+                    self.errors.at(
+                        &domain.referenced,
+                        at.clone(),
+                        format!("domain \"{pattern}\" on listener \"{listener}\" is claimed by both \"{first}\" and \"{name}\""),
+                    );
+                    ok = false;
+                } else {
+                    claimed.insert(key, name.to_owned());
+                }
+            }
+            builder = match builder.domain(&domain.value) {
+                Ok(builder) => builder,
+                Err(_) => return None,
+            };
+        }
+        self.not_yet(&app.cache, &format!("{path}.cache"), "the response cache");
+        if let Some(flag) = &app.https_redirect
+            && flag.value
+        {
+            self.errors.at(&flag.referenced, format!("{path}.https_redirect"), "https_redirect is not available in this version of scalwsd (no https listeners yet)");
+        }
+
+        for (k, route) in app.routes.iter().enumerate() {
+            let route_path = format!("{path}.routes[{k}]");
+            match self.route(&route_path, route) {
+                Some(spec) => {
+                    let at = route_location(&route.value).unwrap_or(route.referenced);
+                    builder = match builder.route(spec) {
+                        Ok(builder) => builder,
+                        Err(error) => {
+                            self.errors.at(&at, format!("{route_path}.match.path"), error.to_string());
+                            return None;
+                        }
+                    };
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(builder)
+    }
+
+    fn route(&mut self, path: &str, route: &Spanned<RouteFile>) -> Option<RouteSpec<Action>> {
+        let r = &route.value;
+        let before = self.errors_len();
+
+        let path_match = self.path_match(path, r);
+
+        let (methods, headers, query) = match &r.matcher {
+            None => (None, Vec::new(), Vec::new()),
+            Some(m) => {
+                let methods = m.methods.as_ref().map(|list| {
+                    if list.is_empty() {
+                        self.errors.at(&route.referenced, format!("{path}.match.methods"), "must list at least one method");
+                    }
+                    list.iter()
+                        .enumerate()
+                        .filter_map(|(j, method)| self.method(&format!("{path}.match.methods[{j}]"), method))
+                        .collect::<Vec<_>>()
+                });
+                let mut headers = Vec::new();
+                for (name, value) in &m.headers {
+                    let at = format!("{path}.match.headers.{name}");
+                    match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value.value)) {
+                        (Ok(n), Ok(v)) => headers.push((n, v)),
+                        (Err(_), _) => self.errors.at(&value.referenced, at, format!("invalid header name \"{name}\"")),
+                        (_, Err(_)) => self.errors.at(&value.referenced, at, "invalid header value"),
+                    }
+                }
+                let query = m.query.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
+                (methods, headers, query)
+            }
+        };
+
+        let mut actions: Vec<&str> = Vec::new();
+        let mut target = None;
+        if let Some(respond) = &r.respond {
+            actions.push("respond");
+            target = self.respond(&format!("{path}.respond"), respond).map(Action::Respond);
+        }
+        if let Some(files) = &r.static_files {
+            actions.push("static");
+            let prefix = match &path_match {
+                Some(PathMatch::Prefix(prefix)) => prefix.clone(),
+                _ => String::new(),
+            };
+            target = self.static_files(&format!("{path}.static"), files, prefix).map(Action::Static);
+        }
+        for (value, key, what) in [
+            (&r.proxy, "proxy", "the proxy action"),
+            (&r.backends, "backends", "the backends action"),
+            (&r.redirect, "redirect", "the redirect action"),
+        ] {
+            if value.is_some() {
+                actions.push(key);
+                self.not_yet(value, &format!("{path}.{key}"), what);
+            }
+        }
+        for (value, key) in [
+            (&r.rewrite, "rewrite"),
+            (&r.request_headers, "request_headers"),
+            (&r.response_headers, "response_headers"),
+            (&r.timeout, "timeout"),
+            (&r.cache, "cache"),
+        ] {
+            self.not_yet(value, &format!("{path}.{key}"), &format!("route \"{key}\""));
+        }
+        if let Some(flag) = &r.https_redirect
+            && flag.value
+        {
+            self.errors.at(&flag.referenced, format!("{path}.https_redirect"), "https_redirect is not available in this version of scalwsd (no https listeners yet)");
+        }
+        match actions.len() {
+            1 => {}
+            0 => self.errors.at(
+                &route.referenced,
+                path,
+                "a route needs an action: one of respond, static, proxy, redirect or backends",
+            ),
+            _ => self.errors.at(
+                &route.referenced,
+                path,
+                format!("a route takes exactly one action, this one has {}", actions.join(", ")),
+            ),
+        }
+        if self.errors_len() != before {
+            return None;
+        }
+        Some(RouteSpec {
+            path: path_match?,
+            methods,
+            headers,
+            query,
+            target: target?,
+        })
+    }
+
+    fn path_match(&mut self, path: &str, r: &RouteFile) -> Option<PathMatch> {
+        let from_match = r.matcher.as_ref().and_then(|m| m.path.as_ref());
+        match (&r.path, from_match) {
+            (Some(prefix), None) => Some(PathMatch::Prefix(prefix.value.clone())),
+            (None, None) => Some(PathMatch::Prefix("/".to_owned())),
+            (Some(prefix), Some(_)) => {
+                self.errors.at(&prefix.referenced, format!("{path}.path"), "give either path or match.path, not both");
+                None
+            }
+            (None, Some(p)) => {
+                let given: Vec<(&Spanned<String>, fn(String) -> PathMatch)> = [
+                    p.exact.as_ref().map(|v| (v, PathMatch::Exact as fn(String) -> PathMatch)),
+                    p.prefix.as_ref().map(|v| (v, PathMatch::Prefix as fn(String) -> PathMatch)),
+                    p.pattern.as_ref().map(|v| (v, PathMatch::Pattern as fn(String) -> PathMatch)),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                match given.as_slice() {
+                    [(value, make)] => Some(make(value.value.clone())),
+                    [] => {
+                        self.errors.at(&Location::UNKNOWN, format!("{path}.match.path"), "needs one of exact, prefix or pattern");
+                        None
+                    }
+                    [_, (second, _), ..] => {
+                        self.errors.at(&second.referenced, format!("{path}.match.path"), "takes only one of exact, prefix or pattern");
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn method(&mut self, path: &str, method: &Spanned<String>) -> Option<Method> {
+        let text = method.value.as_str();
+        let valid = !text.is_empty() && text.bytes().all(|b| b.is_ascii_uppercase() || b == b'-');
+        match Method::from_bytes(text.as_bytes()) {
+            Ok(m) if valid => Some(m),
+            _ => {
+                let upper = text.to_ascii_uppercase();
+                let hint = if upper != text && Method::from_bytes(upper.as_bytes()).is_ok() {
+                    format!(" (did you mean \"{upper}\"? methods are case-sensitive)")
+                } else {
+                    String::new()
+                };
+                self.errors.at(&method.referenced, path, format!("invalid method \"{text}\"{hint}"));
+                None
+            }
+        }
+    }
+
+    fn respond(&mut self, path: &str, respond: &Spanned<super::schema::RespondFile>) -> Option<Respond> {
+        let r = &respond.value;
+        let status = match &r.status {
+            None => StatusCode::OK,
+            Some(s) => match StatusCode::from_u16(s.value) {
+                Ok(status) if (200..=599).contains(&s.value) => status,
+                _ => {
+                    self.errors.at(&s.referenced, format!("{path}.status"), format!("invalid status {} (expected 200 to 599)", s.value));
+                    return None;
+                }
+            },
+        };
+        let mut out = Respond::new(status, r.body.clone().into_bytes());
+        for (name, value) in &r.headers {
+            let at = format!("{path}.headers.{name}");
+            let header = match HeaderName::from_bytes(name.as_bytes()) {
+                Ok(header) => header,
+                Err(_) => {
+                    self.errors.at(&value.referenced, at, format!("invalid header name \"{name}\""));
+                    continue;
+                }
+            };
+            if header == http::header::CONTENT_LENGTH {
+                self.errors.at(&value.referenced, at, "content-length is set from the body; leave it out");
+                continue;
+            }
+            match HeaderValue::from_str(&value.value) {
+                Ok(v) => out = out.header(header, v),
+                Err(_) => self.errors.at(&value.referenced, at, "invalid header value"),
+            }
+        }
+        Some(out)
+    }
+
+    fn static_files(&mut self, path: &str, files: &Spanned<super::schema::StaticFile>, strip_prefix: String) -> Option<StaticFiles> {
+        let f = &files.value;
+        let root = self.base_dir.join(&f.root.value);
+        let options = StaticOptions {
+            root,
+            index: Some(f.index.clone().unwrap_or_else(|| "index.html".to_owned())).filter(|i| !i.is_empty()),
+            listing: f.listing,
+            strip_prefix,
+        };
+        match StaticFiles::new(options) {
+            Ok(files) => Some(files),
+            Err(error) => {
+                let hint = if Path::new(&f.root.value).is_relative() {
+                    format!(" (relative roots are resolved from the config file's directory, {})", self.base_dir.display())
+                } else {
+                    String::new()
+                };
+                self.errors.at(&f.root.referenced, format!("{path}.root"), format!("{error}{hint}"));
+                None
+            }
+        }
+    }
+
+    fn errors_len(&self) -> usize {
+        self.errors.len()
+    }
+}
+
+/// Where a route's path is written, for errors about it.
+fn route_location(route: &RouteFile) -> Option<Location> {
+    if let Some(path) = &route.path {
+        return Some(path.referenced);
+    }
+    let p = route.matcher.as_ref()?.path.as_ref()?;
+    [&p.exact, &p.prefix, &p.pattern]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|v| v.referenced)
+}

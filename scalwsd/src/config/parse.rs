@@ -1,0 +1,93 @@
+//! YAML text to [`File`], with parse errors turned into `FILE:LINE:COLUMN: path: message`.
+
+use super::error::{ConfigError, did_you_mean};
+use super::schema::File;
+
+/// Parses the document; on failure, the one error serde stopped at.
+pub(crate) fn parse(file_name: &str, text: &str) -> Result<File, ConfigError> {
+    let mut path = String::new();
+    let parsed = serde_saphyr::with_deserializer_from_str(text, |deserializer| {
+        serde_path_to_error::deserialize::<_, File>(deserializer).map_err(|error| {
+            path = error.path().to_string();
+            error.into_inner()
+        })
+    });
+    parsed.map_err(|error| {
+        let (line, column) = error
+            .location()
+            .map_or((0, 0), |location| (location.line(), location.column()));
+        let raw = error.without_snippet().to_string();
+        ConfigError {
+            file: file_name.to_owned(),
+            line,
+            column,
+            path: clean_path(&path),
+            message: humanise(strip_position(&raw)),
+        }
+    })
+}
+
+/// `Spanned` shows up as a `.value` step in serde's path; users never wrote it.
+fn clean_path(path: &str) -> String {
+    let path = path.replace(".value[", "[").replace(".value.", ".");
+    let path = path.strip_suffix(".value").unwrap_or(&path);
+    if path == "." || path == "?" { String::new() } else { path.to_owned() }
+}
+
+/// The position is printed in front already.
+fn strip_position(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(", column ") => &message[..at],
+        _ => message,
+    }
+}
+
+/// serde's wording, in the words of this file's docs.
+fn humanise(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (wrong, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let known: Vec<&str> = expected
+            .trim_start_matches(", expected one of ")
+            .trim_start_matches(", expected ")
+            .split(", ")
+            .map(|k| k.trim_matches('`'))
+            .filter(|k| !k.is_empty())
+            .collect();
+        let hint = did_you_mean(wrong, known.iter().copied());
+        let hint = if hint.is_empty() && !known.is_empty() {
+            format!(" (expected one of: {})", known.join(", "))
+        } else {
+            hint
+        };
+        return format!("unknown key \"{wrong}\"{hint}");
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let name = rest.trim_end_matches('`');
+        return format!("missing key \"{name}\"");
+    }
+    message.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spanned_steps_are_removed_from_paths() {
+        assert_eq!(clean_path("workers.value"), "workers");
+        assert_eq!(clean_path("applications.value[0].name.value"), "applications[0].name");
+        assert_eq!(clean_path("."), "");
+    }
+
+    #[test]
+    fn unknown_keys_get_a_hint() {
+        assert_eq!(
+            humanise("unknown field `adress`, expected one of `name`, `address`, `protocol`"),
+            "unknown key \"adress\" (did you mean \"address\"?)"
+        );
+        assert_eq!(
+            humanise("unknown field `zzz`, expected `name`"),
+            "unknown key \"zzz\" (expected one of: name)"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! The YAML file as written: serde types that mirror `docs/configuration.md`.
+//!
+//! Every struct denies unknown keys. Values that later checks may reject are
+//! `Spanned`, so an error can point at their line and column.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_saphyr::Spanned;
+
+use super::units::{DurationValue, SizeValue};
+
+/// A key this version knows of but does not implement yet: any value, remembered by position.
+pub(super) type NotYet = Option<Spanned<IgnoredAny>>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct File {
+    pub(super) workers: Option<Spanned<usize>>,
+    pub(super) admin: NotYet,
+    pub(super) access_log: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) limits: LimitsFile,
+    pub(super) listeners: Vec<Spanned<ListenerFile>>,
+    pub(super) upstreams: NotYet,
+    #[serde(default)]
+    pub(super) applications: Vec<Spanned<ApplicationFile>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LimitsFile {
+    pub(super) max_connections: Option<Spanned<usize>>,
+    pub(super) header_read_timeout: Option<Spanned<DurationValue>>,
+    pub(super) keepalive_timeout: Option<Spanned<DurationValue>>,
+    pub(super) max_header_bytes: Option<Spanned<SizeValue>>,
+    pub(super) max_headers: Option<Spanned<usize>>,
+    pub(super) h2_max_concurrent_streams: Option<Spanned<u32>>,
+    pub(super) max_request_body: Option<Spanned<SizeValue>>,
+    pub(super) drain_timeout: Option<Spanned<DurationValue>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListenerFile {
+    pub(super) name: Spanned<String>,
+    pub(super) address: Spanned<String>,
+    pub(super) protocol: Option<Spanned<String>>,
+    pub(super) tls: NotYet,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApplicationFile {
+    pub(super) name: Spanned<String>,
+    pub(super) domains: Vec<Spanned<String>>,
+    pub(super) listeners: Option<Vec<Spanned<String>>>,
+    pub(super) https_redirect: Option<Spanned<bool>>,
+    pub(super) cache: NotYet,
+    #[serde(default)]
+    pub(super) routes: Vec<Spanned<RouteFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RouteFile {
+    /// Shorthand for `match.path.prefix`.
+    pub(super) path: Option<Spanned<String>>,
+    #[serde(rename = "match")]
+    pub(super) matcher: Option<MatchFile>,
+
+    pub(super) respond: Option<Spanned<RespondFile>>,
+    #[serde(rename = "static")]
+    pub(super) static_files: Option<Spanned<StaticFile>>,
+    pub(super) proxy: NotYet,
+    pub(super) backends: NotYet,
+    pub(super) redirect: NotYet,
+
+    pub(super) https_redirect: Option<Spanned<bool>>,
+    pub(super) rewrite: NotYet,
+    pub(super) request_headers: NotYet,
+    pub(super) response_headers: NotYet,
+    pub(super) timeout: NotYet,
+    pub(super) cache: NotYet,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MatchFile {
+    pub(super) path: Option<PathFile>,
+    pub(super) methods: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub(super) query: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PathFile {
+    pub(super) exact: Option<Spanned<String>>,
+    pub(super) prefix: Option<Spanned<String>>,
+    pub(super) pattern: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RespondFile {
+    pub(super) status: Option<Spanned<u16>>,
+    #[serde(default)]
+    pub(super) body: String,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StaticFile {
+    pub(super) root: Spanned<String>,
+    pub(super) index: Option<String>,
+    #[serde(default)]
+    pub(super) listing: bool,
+}

@@ -1,0 +1,24 @@
+//! # scalwsd
+//!
+//! The ScalWS binary's library: the YAML configuration (schema, checks with
+//! `FILE:LINE:COLUMN: key.path: message` errors, and the translation into a
+//! [`scalws_proxy::Gateway`]), the command line, and the process life
+//! (bind, serve, drain on SIGTERM/SIGINT). `main.rs` only calls [`run::main`].
+//!
+//! ```
+//! use std::path::Path;
+//!
+//! let yaml = "listeners: [{ name: http, address: 127.0.0.1:0 }]\n\
+//!             applications:\n  - { name: a, domains: ['*'], routes: [{ path: /, respond: { body: hi } }] }\n";
+//! let config = scalwsd::config::load("inline.yaml", yaml, Path::new(".")).expect("valid");
+//! assert_eq!(config.listeners.len(), 1);
+//!
+//! let bad = "listeners: [{ name: http, adress: 127.0.0.1:0 }]\n";
+//! let errors = scalwsd::config::load("bad.yaml", bad, Path::new(".")).unwrap_err();
+//! assert_eq!(errors.to_string(), "bad.yaml:1:27: listeners[0].adress: unknown key \"adress\" (did you mean \"address\"?)");
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod run;

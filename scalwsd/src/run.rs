@@ -1,0 +1,125 @@
+//! Running scalwsd: find the configuration, check it, bind, serve, drain.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use scalws_core::Server;
+
+use crate::cli::Cli;
+use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG};
+
+/// Exit status for a configuration error (SPEC: never binds, exits 2).
+pub const EXIT_CONFIG: u8 = 2;
+/// Exit status when the configuration is valid but serving failed (a port in use).
+pub const EXIT_RUNTIME: u8 = 1;
+
+/// Which configuration was used.
+#[derive(Debug)]
+pub enum Source {
+    /// A file.
+    File(PathBuf),
+    /// The embedded demo.
+    Embedded,
+}
+
+/// `--config FILE`, else `scalws.yaml` in the working directory, else the embedded demo.
+pub fn find_config(cli: &Cli) -> Source {
+    match &cli.config {
+        Some(path) => Source::File(path.clone()),
+        None if Path::new("scalws.yaml").exists() => Source::File(PathBuf::from("scalws.yaml")),
+        None => Source::Embedded,
+    }
+}
+
+/// Loads the chosen configuration.
+pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
+    match source {
+        Source::File(path) => config::load_file(path),
+        Source::Embedded => config::load("<embedded default>", DEFAULT_CONFIG, Path::new(".")),
+    }
+}
+
+/// The whole life of the process; returns its exit status.
+pub fn main(cli: Cli) -> ExitCode {
+    init_logging();
+    let source = find_config(&cli);
+    let config = match load(&source) {
+        Ok(config) => config,
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("scalwsd: {} error(s) in the configuration; nothing was started", errors.0.len());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if cli.check {
+        match &source {
+            Source::File(path) => println!("{}: ok", path.display()),
+            Source::Embedded => println!("<embedded default>: ok"),
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Source::Embedded = source {
+        tracing::info!("no --config and no scalws.yaml here: serving the embedded demo configuration");
+    }
+    let workers = cli
+        .workers
+        .map(|n| n.get())
+        .or(config.workers)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("scalwsd: cannot start the runtime: {error}");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> ExitCode {
+    let server = match Server::bind(&config.listeners, config.limits) {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("scalwsd: {error}");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    server.serve(config.gateway, shutdown_signal()).await;
+    ExitCode::SUCCESS
+}
+
+/// SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGTERM; only Ctrl-C will stop scalwsd");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+    }
+}
+
+/// Human-readable logs on stderr; `SCALWS_LOG` (or `RUST_LOG`) sets the filter, default `info`.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = std::env::var("SCALWS_LOG")
+        .ok()
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .or_else(|| EnvFilter::try_from_default_env().ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
