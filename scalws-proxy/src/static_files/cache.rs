@@ -63,9 +63,9 @@ pub(super) struct FileCache {
 
 impl FileCache {
     pub(super) fn new() -> Self {
-        let files = moka::sync::Cache::builder()
+        let files = moka::sync::Cache::<Box<str>, Arc<CachedFile>>::builder()
             .max_capacity(CAPACITY)
-            .weigher(|key: &Box<str>, file: &Arc<CachedFile>| {
+            .weigher(|key, file| {
                 let bytes = file.bytes.len().saturating_add(key.len());
                 u32::try_from(bytes)
                     .unwrap_or(u32::MAX)

@@ -83,13 +83,22 @@ mod tests {
         let f = file();
         let etag = f.etag.to_str().unwrap_or_default().to_owned();
         let mut h = HeaderMap::new();
-        h.insert(IF_NONE_MATCH, HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("x")));
+        h.insert(
+            IF_NONE_MATCH,
+            HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("x")),
+        );
         assert!(not_modified(&h, &f));
         let listed = format!("\"other\", W/{etag}");
-        h.insert(IF_NONE_MATCH, HeaderValue::from_str(&listed).unwrap_or(HeaderValue::from_static("x")));
+        h.insert(
+            IF_NONE_MATCH,
+            HeaderValue::from_str(&listed).unwrap_or(HeaderValue::from_static("x")),
+        );
         assert!(not_modified(&h, &f));
         assert!(not_modified(&headers(&[("if-none-match", "*")]), &f));
-        assert!(!not_modified(&headers(&[("if-none-match", "\"other\"")]), &f));
+        assert!(!not_modified(
+            &headers(&[("if-none-match", "\"other\"")]),
+            &f
+        ));
         // If-None-Match wins over If-Modified-Since.
         let h = headers(&[
             ("if-none-match", "\"other\""),
@@ -101,10 +110,22 @@ mod tests {
     #[test]
     fn if_modified_since() {
         let f = file(); // Sun, 13 Sep 2020 12:26:40 GMT
-        assert!(not_modified(&headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:40 GMT")]), &f));
-        assert!(not_modified(&headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:41 GMT")]), &f));
-        assert!(!not_modified(&headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:39 GMT")]), &f));
-        assert!(!not_modified(&headers(&[("if-modified-since", "garbage")]), &f));
+        assert!(not_modified(
+            &headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:40 GMT")]),
+            &f
+        ));
+        assert!(not_modified(
+            &headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:41 GMT")]),
+            &f
+        ));
+        assert!(!not_modified(
+            &headers(&[("if-modified-since", "Sun, 13 Sep 2020 12:26:39 GMT")]),
+            &f
+        ));
+        assert!(!not_modified(
+            &headers(&[("if-modified-since", "garbage")]),
+            &f
+        ));
         assert!(!not_modified(&HeaderMap::new(), &f));
     }
 
@@ -116,8 +137,17 @@ mod tests {
         h.insert(IF_RANGE, f.etag.clone());
         assert!(range_allowed(&h, &f));
         assert!(!range_allowed(&headers(&[("if-range", "\"other\"")]), &f));
-        assert!(!range_allowed(&headers(&[("if-range", "W/\"60000000-1f4-3\"")]), &f));
-        assert!(range_allowed(&headers(&[("if-range", "Sun, 13 Sep 2020 12:26:40 GMT")]), &f));
-        assert!(!range_allowed(&headers(&[("if-range", "Sun, 13 Sep 2020 12:26:41 GMT")]), &f));
+        assert!(!range_allowed(
+            &headers(&[("if-range", "W/\"60000000-1f4-3\"")]),
+            &f
+        ));
+        assert!(range_allowed(
+            &headers(&[("if-range", "Sun, 13 Sep 2020 12:26:40 GMT")]),
+            &f
+        ));
+        assert!(!range_allowed(
+            &headers(&[("if-range", "Sun, 13 Sep 2020 12:26:41 GMT")]),
+            &f
+        ));
     }
 }

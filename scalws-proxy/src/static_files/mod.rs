@@ -151,7 +151,7 @@ impl StaticFiles {
             }
             Lookup::Miss => {}
         }
-        self.from_disk(head, path, &rel, headers).await
+        self.load(head, path, &rel, headers).await
     }
 
     /// Whether a cached file still matches the disk.
@@ -164,13 +164,7 @@ impl StaticFiles {
         .unwrap_or(false)
     }
 
-    async fn from_disk(
-        &self,
-        head: bool,
-        path: &str,
-        rel: &str,
-        headers: &HeaderMap,
-    ) -> Response<Body> {
+    async fn load(&self, head: bool, path: &str, rel: &str, headers: &HeaderMap) -> Response<Body> {
         let shared = self.shared.clone();
         let key = rel.to_owned();
         let listing_base = shared.listing.then(|| path.to_owned());

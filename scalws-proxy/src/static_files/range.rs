@@ -120,8 +120,16 @@ mod tests {
     #[test]
     fn ignored() {
         for v in [
-            "bytes=0-1,3-4", "bytes=", "bytes=-", "bytes=a-b", "bytes=5-2", "bytes=+1-2",
-            "items=0-1", "bytes 0-1", "bytes=0-1-2", "bytes=99999999999999999999999-",
+            "bytes=0-1,3-4",
+            "bytes=",
+            "bytes=-",
+            "bytes=a-b",
+            "bytes=5-2",
+            "bytes=+1-2",
+            "items=0-1",
+            "bytes 0-1",
+            "bytes=0-1-2",
+            "bytes=99999999999999999999999-",
         ] {
             assert_eq!(parse(v, 10), Whole, "{v}");
         }

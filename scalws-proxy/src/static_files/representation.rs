@@ -75,7 +75,11 @@ mod tests {
         assert_eq!(ct("a.png"), "image/png");
         assert_eq!(ct("a.unknownext"), "application/octet-stream");
         assert_eq!(ct("noext"), "application/octet-stream");
-        assert!(ct("a.js").to_str().is_ok_and(|v| v.ends_with("javascript; charset=utf-8")));
+        assert!(
+            ct("a.js")
+                .to_str()
+                .is_ok_and(|v| v.ends_with("javascript; charset=utf-8"))
+        );
     }
 
     #[test]

@@ -113,8 +113,19 @@ mod tests {
     #[test]
     fn bad_segments_are_rejected() {
         for path in [
-            "/..", "/.", "/a/../b", "/%2e%2e/x", "/%2E%2e", "/%2e", "/..%2fx", "/a%2Fb",
-            "/.git/config", "/a/.env", "/%2egit", "/%ff", "/a%C3",
+            "/..",
+            "/.",
+            "/a/../b",
+            "/%2e%2e/x",
+            "/%2E%2e",
+            "/%2e",
+            "/..%2fx",
+            "/a%2Fb",
+            "/.git/config",
+            "/a/.env",
+            "/%2egit",
+            "/%ff",
+            "/a%C3",
         ] {
             assert_eq!(rel(path), Err(StatusCode::NOT_FOUND), "{path}");
         }

@@ -116,7 +116,8 @@ impl Content {
     fn body(self, start: u64, len: u64) -> Result<Body, StatusCode> {
         match self {
             Self::Memory(bytes) => {
-                let start = usize::try_from(start).map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+                let start =
+                    usize::try_from(start).map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
                 let len = usize::try_from(len).map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
                 match start.checked_add(len) {
                     Some(end) if end <= bytes.len() => Ok(Body::full(bytes.slice(start..end))),
@@ -138,9 +139,16 @@ impl Content {
 /// 200 with a directory listing.
 pub(super) fn listing(head: bool, html: Bytes) -> Response<Body> {
     let len = HeaderValue::from(html.len());
-    let mut response = Response::new(if head { Body::empty() } else { Body::full(html) });
+    let mut response = Response::new(if head {
+        Body::empty()
+    } else {
+        Body::full(html)
+    });
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(CONTENT_LENGTH, len);
     response
 }

@@ -193,7 +193,11 @@ impl Compiler<'_> {
             self.not_yet(&l.tls, &path("tls"), "TLS");
             match l.address.value.parse::<SocketAddr>() {
                 Ok(address) => {
-                    if let Some(other) = addresses.insert(address, l.name.value.as_str()) {
+                    // Port 0 asks the OS for a free port: never a clash.
+                    let clash = (address.port() != 0)
+                        .then(|| addresses.insert(address, l.name.value.as_str()))
+                        .flatten();
+                    if let Some(other) = clash {
                         self.errors.at(
                             &l.address.referenced,
                             path("address"),

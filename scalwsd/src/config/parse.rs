@@ -65,6 +65,11 @@ fn humanise(message: &str) -> String {
         let name = rest.trim_end_matches('`');
         return format!("missing key \"{name}\"");
     }
+    if let Some(kind) = message.strip_prefix("invalid ")
+        && matches!(kind, "u8" | "u16" | "u32" | "u64" | "usize" | "i32" | "i64")
+    {
+        return "expected a whole number".to_owned();
+    }
     message.to_owned()
 }
 

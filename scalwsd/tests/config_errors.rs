@@ -1,0 +1,199 @@
+//! Bad configuration files: each gives the exact `FILE:LINE:COLUMN: path: message`
+//! a user sees, for every error in the file.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+/// Loads `yaml` as `bad.yaml` beside an existing `public/` directory and
+/// returns the error text, with the temp dir's path replaced by `DIR`.
+fn errors(yaml: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("public")).unwrap();
+    let base = dir.path().to_path_buf();
+    match scalwsd::config::load("bad.yaml", yaml, &base) {
+        Ok(_) => panic!("expected errors for:\n{yaml}"),
+        Err(errors) => errors.to_string().replace(&base.display().to_string(), "DIR"),
+    }
+}
+
+const LISTENER: &str = "listeners:\n  - name: http\n    address: 127.0.0.1:0\n";
+
+fn with_app(app: &str) -> String {
+    format!("{LISTENER}applications:\n{app}")
+}
+
+#[test]
+fn yaml_syntax_error() {
+    assert_eq!(errors("listeners: [\n"), "bad.yaml:1:12: listeners: unclosed bracket '['");
+}
+
+#[test]
+fn unknown_top_level_key_with_hint() {
+    assert_eq!(
+        errors("listners: []\n"),
+        "bad.yaml:1:1: listners: unknown key \"listners\" (did you mean \"listeners\"?)"
+    );
+}
+
+#[test]
+fn unknown_nested_key_with_hint() {
+    assert_eq!(
+        errors("listeners:\n  - name: http\n    adress: 127.0.0.1:0\n"),
+        "bad.yaml:3:5: listeners[0].adress: unknown key \"adress\" (did you mean \"address\"?)"
+    );
+}
+
+#[test]
+fn unknown_listener_reference() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    listeners: [htp]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:7:17: applications[0].listeners[0]: unknown listener \"htp\" (did you mean \"http\"?)"
+    );
+}
+
+#[test]
+fn duplicate_domain_names_both_applications() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+        "  - name: b\n    domains: [\"X.com\"]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:15: applications[1].domains[0]: domain \"x.com\" on listener \"http\" is claimed by both \"a\" and \"b\""
+    );
+}
+
+#[test]
+fn same_domain_on_different_listeners_is_fine() {
+    let yaml = "listeners:\n  - { name: a, address: 127.0.0.1:0 }\n  - { name: b, address: 127.0.0.1:0 }\n\
+                applications:\n  - { name: one, domains: [x.com], listeners: [a], routes: [{ path: /, respond: {} }] }\n  \
+                - { name: two, domains: [x.com], listeners: [b], routes: [{ path: /, respond: {} }] }\n";
+    assert!(scalwsd::config::load("ok.yaml", yaml, std::path::Path::new(".")).is_ok());
+}
+
+#[test]
+fn missing_static_root() {
+    let yaml = with_app("  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        static: { root: ./nope }\n");
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:25: applications[0].routes[0].static.root: static root DIR/./nope: No such file or directory (os error 2) \
+         (relative roots are resolved from the config file's directory, DIR)"
+    );
+}
+
+#[test]
+fn bad_duration() {
+    assert_eq!(
+        errors(&format!("{LISTENER}limits:\n  keepalive_timeout: 5x\n")),
+        "bad.yaml:5:22: limits.keepalive_timeout: invalid duration \"5x\" (expected a number and a unit: 250ms, 5s, 2m, 1h)"
+    );
+}
+
+#[test]
+fn bad_size() {
+    assert_eq!(
+        errors(&format!("{LISTENER}limits:\n  max_request_body: 12XB\n")),
+        "bad.yaml:5:21: limits.max_request_body: invalid size \"12XB\" (expected a number and a unit: 512B, 64KiB, 16MiB, 1GiB)"
+    );
+}
+
+#[test]
+fn bad_pattern() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - match: { path: { pattern: \"/users/{id\" } }\n        respond: { body: hi }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:35: applications[0].routes[0].match.path: invalid route path \"/users/{id\": Parameters must be registered with a valid name"
+    );
+}
+
+#[test]
+fn bad_domain() {
+    let yaml = with_app("  - name: a\n    domains: [\"a*.com\"]\n    routes: [{ path: /, respond: { body: hi } }]\n");
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:6:15: applications[0].domains[0]: invalid domain \"a*.com\": \"*\" must be a whole label at the start"
+    );
+}
+
+#[test]
+fn two_actions_on_one_route() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        respond: { body: hi }\n        static: { root: ./public }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:9: applications[0].routes[0]: a route takes exactly one action, this one has respond, static"
+    );
+}
+
+#[test]
+fn route_without_action() {
+    let yaml = with_app("  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n");
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:9: applications[0].routes[0]: a route needs an action: one of respond, static, proxy, redirect or backends"
+    );
+}
+
+#[test]
+fn proxy_is_rejected_until_it_exists() {
+    let yaml = with_app("  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        proxy: api\n");
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:16: applications[0].routes[0].proxy: the proxy action is not available in this version of scalwsd"
+    );
+}
+
+#[test]
+fn every_error_is_reported_in_document_order() {
+    assert_eq!(
+        errors("listeners:\n  - name: http\n    address: localhost\n    protocol: htp\n"),
+        "bad.yaml:3:14: listeners[0].address: invalid address \"localhost\": expected IP:PORT, e.g. 127.0.0.1:8080 or [::1]:8080\n\
+         bad.yaml:4:15: listeners[0].protocol: unknown protocol \"htp\" (did you mean \"http\"?); expected http, https or http3"
+    );
+}
+
+#[test]
+fn method_case_and_status_range() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - match: { path: { prefix: /a }, methods: [get] }\n        respond: { status: 700 }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:50: applications[0].routes[0].match.methods[0]: invalid method \"get\" (did you mean \"GET\"? methods are case-sensitive)\n\
+         bad.yaml:9:28: applications[0].routes[0].respond.status: invalid status 700 (expected 200 to 599)"
+    );
+}
+
+#[test]
+fn zero_workers() {
+    assert_eq!(errors(&format!("{LISTENER}workers: 0\n")), "bad.yaml:4:10: workers: must be at least 1");
+}
+
+#[test]
+fn duplicate_listener_name_and_address() {
+    assert_eq!(
+        errors("listeners:\n  - name: http\n    address: 127.0.0.1:8080\n  - name: http\n    address: 127.0.0.1:8080\n"),
+        "bad.yaml:4:11: listeners[1].name: listener name \"http\" is used twice\n\
+         bad.yaml:5:14: listeners[1].address: address 127.0.0.1:8080 is already used by listener \"http\""
+    );
+}
+
+#[test]
+fn wrong_type() {
+    assert_eq!(
+        errors(&format!("{LISTENER}workers: many\n")),
+        "bad.yaml:4:10: workers: expected a whole number"
+    );
+}
+
+#[test]
+fn tls_listener_is_rejected_until_it_exists() {
+    assert_eq!(
+        errors("listeners:\n  - name: https\n    address: 127.0.0.1:0\n    protocol: https\n"),
+        "bad.yaml:4:15: listeners[0].protocol: protocol \"https\" is not available in this version of scalwsd (only \"http\")"
+    );
+}
