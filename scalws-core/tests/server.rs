@@ -128,7 +128,8 @@ async fn streamed_body_over_limit_gets_413_and_under_limit_passes() {
     let client = TestClient::new(Proto::Http1);
     let ok = client
         .send(
-            request("POST", server.addr, "x", "/echo-body")
+            server.addr,
+            request("POST", "x", "/echo-body")
                 .body(Full::new(Bytes::from(vec![b'a'; 1024])))
                 .unwrap(),
         )
@@ -203,19 +204,17 @@ async fn h2_max_concurrent_streams_is_advertised() {
     });
     // Five concurrent slow requests on one h2 connection all complete; with two
     // streams at a time they take at least three rounds.
-    let client = TestClient::new(Proto::H2c);
+    let sender = test_support::h2_connection(server.addr).await;
+    let get = |sender: hyper::client::conn::http2::SendRequest<Full<Bytes>>| async move {
+        let mut sender = sender;
+        let request = request("GET", "x", "/slow").version(http::Version::HTTP_2).body(Full::default()).unwrap();
+        sender.send_request(request).await.unwrap().status().as_u16()
+    };
     // One request first, so the client has the server's SETTINGS and queues
     // rather than having extra streams refused.
-    assert_eq!(client.get(server.addr, "x", "/").await.status, 200);
+    assert_eq!(get(sender.clone()).await, 200);
     let started = std::time::Instant::now();
-    let replies = futures_join(
-        (0..5).map(|_| {
-            let client = client.clone();
-            let addr = server.addr;
-            async move { client.get(addr, "x", "/slow").await.status }
-        }),
-    )
-    .await;
+    let replies = futures_join((0..5).map(|_| get(sender.clone()))).await;
     assert!(replies.iter().all(|s| *s == 200));
     assert!(started.elapsed() >= Duration::from_millis(2300), "{:?}", started.elapsed());
 }

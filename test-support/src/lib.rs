@@ -10,9 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -43,43 +41,64 @@ pub enum Proto {
     H2c,
 }
 
-/// A pooled client for one protocol.
-#[derive(Clone)]
+/// A client that sends each request on a new connection to a given address,
+/// whatever host the request names: HTTP/1.1 requests go in origin form with
+/// their `Host` header, HTTP/2 requests carry the host as `:authority`.
+#[derive(Clone, Copy, Debug)]
 pub struct TestClient {
-    client: Client<HttpConnector, Full<Bytes>>,
+    proto: Proto,
 }
 
 impl TestClient {
     pub fn new(proto: Proto) -> Self {
-        let mut builder = Client::builder(TokioExecutor::new());
-        if proto == Proto::H2c {
-            builder.http2_only(true);
-        }
-        Self {
-            client: builder.build_http(),
-        }
+        Self { proto }
     }
 
-    pub async fn send(&self, request: Request<Full<Bytes>>) -> Reply {
-        let response = tokio::time::timeout(Duration::from_secs(10), self.client.request(request))
+    pub async fn send(&self, addr: SocketAddr, request: Request<Full<Bytes>>) -> Reply {
+        tokio::time::timeout(Duration::from_secs(10), self.exchange(addr, request))
             .await
             .expect("request timed out")
-            .expect("request failed");
-        read_whole(response).await
     }
 
-    /// GET `http://{addr}{path}` with Host `host`.
+    async fn exchange(&self, addr: SocketAddr, mut request: Request<Full<Bytes>>) -> Reply {
+        let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
+        match self.proto {
+            Proto::Http1 => {
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(stream).await.unwrap();
+                tokio::spawn(conn);
+                let origin = request
+                    .uri()
+                    .path_and_query()
+                    .map_or("/", |p| p.as_str())
+                    .parse()
+                    .unwrap();
+                *request.uri_mut() = origin;
+                read_whole(sender.send_request(request).await.expect("request failed")).await
+            }
+            Proto::H2c => {
+                let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                request.headers_mut().remove(http::header::HOST);
+                *request.version_mut() = http::Version::HTTP_2;
+                read_whole(sender.send_request(request).await.expect("request failed")).await
+            }
+        }
+    }
+
+    /// GET `path` with host `host`, sent to `addr`.
     pub async fn get(&self, addr: SocketAddr, host: &str, path: &str) -> Reply {
-        self.send(request("GET", addr, host, path).body(Full::default()).unwrap())
+        self.send(addr, request("GET", host, path).body(Full::default()).unwrap())
             .await
     }
 }
 
-/// A request builder aimed at `addr` with the given Host.
-pub fn request(method: &str, addr: SocketAddr, host: &str, path: &str) -> http::request::Builder {
+/// A request for `http://{host}{path}` with a matching `Host` header.
+pub fn request(method: &str, host: &str, path: &str) -> http::request::Builder {
     Request::builder()
         .method(method)
-        .uri(format!("http://{addr}{path}"))
+        .uri(format!("http://{host}{path}"))
         .header(http::header::HOST, host)
 }
 
@@ -133,4 +152,14 @@ pub async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
             Ok(Ok(_)) => continue,
         }
     }
+}
+
+/// One HTTP/2 (h2c) connection to `addr`, for tests that need several streams on it.
+pub async fn h2_connection(addr: SocketAddr) -> hyper::client::conn::http2::SendRequest<Full<Bytes>> {
+    let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
+    let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sender
 }
