@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 
-use crate::error::{BoxError, BodyTooLarge};
+use crate::error::{BodyTooLarge, BoxError};
 
 /// A request or response body.
 ///
@@ -23,7 +23,10 @@ enum Kind {
     Empty,
     Full(Option<Bytes>),
     /// A request body from a client, cut off with [`BodyTooLarge`] past `remaining`.
-    Incoming { body: Incoming, remaining: u64 },
+    Incoming {
+        body: Incoming,
+        remaining: u64,
+    },
     Boxed(UnsyncBoxBody<Bytes, BoxError>),
 }
 

@@ -54,14 +54,23 @@ mod tests {
         #[derive(Debug, thiserror::Error)]
         #[error("wrapped")]
         struct Wrapped(#[source] BodyTooLarge);
-        assert_eq!(status_for(&Wrapped(BodyTooLarge)), StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(status_for(&HandlerPanicked), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            status_for(&Wrapped(BodyTooLarge)),
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        assert_eq!(
+            status_for(&HandlerPanicked),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[test]
     fn error_response_is_plain_text_with_reason() {
         let r = error_response(StatusCode::NOT_FOUND);
         assert_eq!(r.status(), 404);
-        assert_eq!(r.headers()[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+        assert_eq!(
+            r.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
     }
 }

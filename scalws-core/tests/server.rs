@@ -32,7 +32,12 @@ async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
         },
         _ => {
             let conn = request.extensions().get::<ConnInfo>().unwrap();
-            let text = format!("{} {} {:?}", conn.listener(), conn.scheme().as_str(), request.version());
+            let text = format!(
+                "{} {} {:?}",
+                conn.listener(),
+                conn.scheme().as_str(),
+                request.version()
+            );
             Ok(Response::new(Body::from(text)))
         }
     }
@@ -65,7 +70,9 @@ fn start(limits: Limits) -> Running {
 #[tokio::test]
 async fn http1_and_h2c_answer_with_conn_info() {
     let server = start(Limits::default());
-    let h1 = TestClient::new(Proto::Http1).get(server.addr, "x", "/").await;
+    let h1 = TestClient::new(Proto::Http1)
+        .get(server.addr, "x", "/")
+        .await;
     assert_eq!(h1.text(), "edge http HTTP/1.1");
     let h2 = TestClient::new(Proto::H2c).get(server.addr, "x", "/").await;
     assert_eq!(h2.text(), "edge http HTTP/2.0");
@@ -152,7 +159,10 @@ async fn half_a_head_is_disconnected_after_header_read_timeout() {
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
     assert!(started.elapsed() >= Duration::from_millis(250));
@@ -176,10 +186,16 @@ async fn keepalive_outlives_header_timeout_and_closes_after_keepalive_timeout() 
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     // Idle for longer than the header timeout but less than keep-alive: still open.
     assert!(!closed_within(&mut stream, Duration::from_millis(500)).await);
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     assert!(!closed_within(&mut stream, Duration::from_millis(300)).await);
     // Then idle past keep-alive: closed.
     assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
@@ -207,8 +223,16 @@ async fn h2_max_concurrent_streams_is_advertised() {
     let sender = test_support::h2_connection(server.addr).await;
     let get = |sender: hyper::client::conn::http2::SendRequest<Full<Bytes>>| async move {
         let mut sender = sender;
-        let request = request("GET", "x", "/slow").version(http::Version::HTTP_2).body(Full::default()).unwrap();
-        sender.send_request(request).await.unwrap().status().as_u16()
+        let request = request("GET", "x", "/slow")
+            .version(http::Version::HTTP_2)
+            .body(Full::default())
+            .unwrap();
+        sender
+            .send_request(request)
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
     };
     // One request first, so the client has the server's SETTINGS and queues
     // rather than having extra streams refused.
@@ -216,7 +240,11 @@ async fn h2_max_concurrent_streams_is_advertised() {
     let started = std::time::Instant::now();
     let replies = futures_join((0..5).map(|_| get(sender.clone()))).await;
     assert!(replies.iter().all(|s| *s == 200));
-    assert!(started.elapsed() >= Duration::from_millis(2300), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(2300),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 async fn futures_join<F: std::future::Future<Output = u16> + Send + 'static>(
@@ -237,15 +265,22 @@ async fn drain_finishes_in_flight_and_refuses_new_connections() {
         ..Limits::default()
     });
     let addr = server.addr;
-    let slow = tokio::spawn(async move { TestClient::new(Proto::Http1).get(addr, "x", "/slow").await });
+    let slow =
+        tokio::spawn(async move { TestClient::new(Proto::Http1).get(addr, "x", "/slow").await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.stop.take().unwrap().send(()).unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(TcpStream::connect(addr).await.is_err(), "new connections must be refused");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "new connections must be refused"
+    );
     let reply = slow.await.unwrap();
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), "slow done");
-    tokio::time::timeout(Duration::from_secs(5), server.done).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.done)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test]
@@ -256,11 +291,17 @@ async fn drain_timeout_cuts_requests_that_run_too_long() {
     });
     let addr = server.addr;
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    stream
+        .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.stop.take().unwrap().send(()).unwrap();
     let started = std::time::Instant::now();
-    tokio::time::timeout(Duration::from_secs(5), server.done).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.done)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(started.elapsed() < Duration::from_millis(700));
     let _ = StatusCode::OK;
 }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use scalws_router::{HostPattern, InvalidHostPattern, InvalidRoute, RouteSpec, RouteTable, RouteTableBuilder};
+use scalws_router::{
+    HostPattern, InvalidHostPattern, InvalidRoute, RouteSpec, RouteTable, RouteTableBuilder,
+};
 
 use crate::Action;
 
@@ -48,7 +50,9 @@ impl ApplicationBuilder {
 
     /// Binds the application to a listener by name. Without any, it is on every listener.
     pub fn listener(mut self, name: impl Into<String>) -> Self {
-        self.listeners.get_or_insert_with(Vec::new).push(name.into());
+        self.listeners
+            .get_or_insert_with(Vec::new)
+            .push(name.into());
         self
     }
 

@@ -19,7 +19,9 @@ use std::task::{Context, Poll};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::{Body, ConnInfo};
-use scalws_router::{DuplicateDomain, HostTable, HostTableBuilder, NoRoute, normalize_host, normalize_path};
+use scalws_router::{
+    DuplicateDomain, HostTable, HostTableBuilder, NoRoute, normalize_host, normalize_path,
+};
 
 use crate::action::ActionFuture;
 use crate::application::{Application, ApplicationBuilder};
@@ -101,7 +103,10 @@ impl GatewayBuilder {
                 routes: builder.routes.build(),
             });
             for (listener, table) in &mut tables {
-                let bound = builder.listeners.as_ref().is_none_or(|names| names.contains(listener));
+                let bound = builder
+                    .listeners
+                    .as_ref()
+                    .is_none_or(|names| names.contains(listener));
                 if !bound {
                     continue;
                 }
@@ -151,12 +156,10 @@ impl Gateway {
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return ActionFuture::error(StatusCode::BAD_REQUEST);
         };
-        let routed = application.routes.route(
-            &parts.method,
-            &path,
-            parts.uri.query(),
-            &parts.headers,
-        );
+        let routed =
+            application
+                .routes
+                .route(&parts.method, &path, parts.uri.query(), &parts.headers);
         match routed {
             Ok(matched) => {
                 if !matched.params.is_empty() {

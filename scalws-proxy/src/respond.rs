@@ -22,7 +22,10 @@ impl Respond {
         let body = body.into();
         let mut headers = HeaderMap::with_capacity(2);
         // RFC 9110 8.6: no Content-Length on 1xx, 204 or 304.
-        if !(status.is_informational() || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED) {
+        if !(status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED)
+        {
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
         Self {
@@ -60,7 +63,10 @@ impl<B> tower::Service<Request<B>> for Respond {
     type Error = Infallible;
     type Future = Ready<Result<Response<Body>, Infallible>>;
 
-    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
         std::task::Poll::Ready(Ok(()))
     }
 

@@ -47,7 +47,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(errors) => {
             eprintln!("{errors}");
-            eprintln!("scalwsd: {} error(s) in the configuration; nothing was started", errors.0.len());
+            eprintln!(
+                "scalwsd: {} error(s) in the configuration; nothing was started",
+                errors.0.len()
+            );
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -59,7 +62,9 @@ pub fn main(cli: Cli) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Source::Embedded = source {
-        tracing::info!("no --config and no scalws.yaml here: serving the embedded demo configuration");
+        tracing::info!(
+            "no --config and no scalws.yaml here: serving the embedded demo configuration"
+        );
     }
     let workers = cli
         .workers
@@ -118,8 +123,10 @@ fn init_logging() {
         .and_then(|f| EnvFilter::try_new(f).ok())
         .or_else(|| EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

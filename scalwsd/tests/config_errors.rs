@@ -10,7 +10,9 @@ fn errors(yaml: &str) -> String {
     let base = dir.path().to_path_buf();
     match scalwsd::config::load("bad.yaml", yaml, &base) {
         Ok(_) => panic!("expected errors for:\n{yaml}"),
-        Err(errors) => errors.to_string().replace(&base.display().to_string(), "DIR"),
+        Err(errors) => errors
+            .to_string()
+            .replace(&base.display().to_string(), "DIR"),
     }
 }
 
@@ -22,7 +24,10 @@ fn with_app(app: &str) -> String {
 
 #[test]
 fn yaml_syntax_error() {
-    assert_eq!(errors("listeners: [\n"), "bad.yaml:1:12: listeners: unclosed bracket '['");
+    assert_eq!(
+        errors("listeners: [\n"),
+        "bad.yaml:1:12: listeners: unclosed bracket '['"
+    );
 }
 
 #[test]
@@ -74,7 +79,9 @@ fn same_domain_on_different_listeners_is_fine() {
 
 #[test]
 fn missing_static_root() {
-    let yaml = with_app("  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        static: { root: ./nope }\n");
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        static: { root: ./nope }\n",
+    );
     assert_eq!(
         errors(&yaml),
         "bad.yaml:9:25: applications[0].routes[0].static.root: static root DIR/./nope: No such file or directory (os error 2) \
@@ -111,7 +118,9 @@ fn bad_pattern() {
 
 #[test]
 fn bad_domain() {
-    let yaml = with_app("  - name: a\n    domains: [\"a*.com\"]\n    routes: [{ path: /, respond: { body: hi } }]\n");
+    let yaml = with_app(
+        "  - name: a\n    domains: [\"a*.com\"]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+    );
     assert_eq!(
         errors(&yaml),
         "bad.yaml:6:15: applications[0].domains[0]: invalid domain \"a*.com\": \"*\" must be a whole label at the start"
@@ -140,7 +149,9 @@ fn route_without_action() {
 
 #[test]
 fn proxy_is_rejected_until_it_exists() {
-    let yaml = with_app("  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        proxy: api\n");
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        proxy: api\n",
+    );
     assert_eq!(
         errors(&yaml),
         "bad.yaml:9:16: applications[0].routes[0].proxy: the proxy action is not available in this version of scalwsd"
@@ -170,13 +181,18 @@ fn method_case_and_status_range() {
 
 #[test]
 fn zero_workers() {
-    assert_eq!(errors(&format!("{LISTENER}workers: 0\n")), "bad.yaml:4:10: workers: must be at least 1");
+    assert_eq!(
+        errors(&format!("{LISTENER}workers: 0\n")),
+        "bad.yaml:4:10: workers: must be at least 1"
+    );
 }
 
 #[test]
 fn duplicate_listener_name_and_address() {
     assert_eq!(
-        errors("listeners:\n  - name: http\n    address: 127.0.0.1:8080\n  - name: http\n    address: 127.0.0.1:8080\n"),
+        errors(
+            "listeners:\n  - name: http\n    address: 127.0.0.1:8080\n  - name: http\n    address: 127.0.0.1:8080\n"
+        ),
         "bad.yaml:4:11: listeners[1].name: listener name \"http\" is used twice\n\
          bad.yaml:5:14: listeners[1].address: address 127.0.0.1:8080 is already used by listener \"http\""
     );

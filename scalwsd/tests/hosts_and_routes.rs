@@ -74,7 +74,11 @@ async fn host_table_as_in_the_spec() {
             (b, "other.net", "404"),
         ];
         for (addr, host, expected) in table {
-            assert_eq!(answer(&client, addr, host).await, expected, "{proto:?} Host: {host}");
+            assert_eq!(
+                answer(&client, addr, host).await,
+                expected,
+                "{proto:?} Host: {host}"
+            );
         }
     }
 }
@@ -125,12 +129,21 @@ applications:
       - { path: /api/, respond: { body: fast-api-dup } }
 "#;
 
-async fn routed(client: &TestClient, addr: SocketAddr, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> String {
+async fn routed(
+    client: &TestClient,
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> String {
     let mut builder = request(method, host, path);
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    let reply = client.send(addr, builder.body(Full::default()).unwrap()).await;
+    let reply = client
+        .send(addr, builder.body(Full::default()).unwrap())
+        .await;
     match reply.status {
         200 => reply.text().to_owned(),
         405 => format!("405 allow={}", reply.header("allow").unwrap_or("-")),
@@ -145,7 +158,7 @@ async fn route_precedence_as_in_the_spec() {
     let addr = running.addr("http");
     for proto in [Proto::Http1, Proto::H2c] {
         let client = TestClient::new(proto);
-        let cases: &[(&str, &str, &str, &[(&str, &str)], &str)] = &[
+        let cases: &[Case<'_>] = &[
             ("GET", "x", "/", &[], "root"),
             ("GET", "x", "/api", &[], "api"),
             ("GET", "x", "/api/", &[], "api"),
@@ -160,8 +173,20 @@ async fn route_precedence_as_in_the_spec() {
             ("GET", "x", "/m", &[], "m-any"),
             ("GET", "x", "/h", &[], "root"),
             ("GET", "x", "/h", &[("x-canary", "1")], "h-one"),
-            ("GET", "x", "/h", &[("X-Canary", "1"), ("x-beta", "yes")], "h-two"),
-            ("GET", "x", "/h", &[("x-canary", "2"), ("x-beta", "yes")], "root"),
+            (
+                "GET",
+                "x",
+                "/h",
+                &[("X-Canary", "1"), ("x-beta", "yes")],
+                "h-two",
+            ),
+            (
+                "GET",
+                "x",
+                "/h",
+                &[("x-canary", "2"), ("x-beta", "yes")],
+                "root",
+            ),
             ("GET", "x", "/q?v=2", &[], "q-one"),
             ("GET", "x", "/q?v=2&debug=on", &[], "q-two"),
             ("GET", "x", "/q?v=3", &[], "root"),
@@ -190,6 +215,9 @@ async fn route_precedence_as_in_the_spec() {
     }
 }
 
+/// Method, host, path, request headers, expected answer.
+type Case<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)], &'a str);
+
 const NO_FALLBACK: &str = r#"
 listeners:
   - { name: http, address: "127.0.0.1:0" }
@@ -208,8 +236,14 @@ async fn no_route_is_404_and_wrong_method_is_405_with_allow() {
     let running = support::start(NO_FALLBACK, dir.path());
     let addr = running.addr("http");
     let client = TestClient::new(Proto::Http1);
-    assert_eq!(routed(&client, addr, "PUT", "x", "/thing", &[]).await, "405 allow=GET, POST");
-    assert_eq!(routed(&client, addr, "GET", "x", "/nothing", &[]).await, "404");
+    assert_eq!(
+        routed(&client, addr, "PUT", "x", "/thing", &[]).await,
+        "405 allow=GET, POST"
+    );
+    assert_eq!(
+        routed(&client, addr, "GET", "x", "/nothing", &[]).await,
+        "404"
+    );
     assert_eq!(routed(&client, addr, "GET", "x", "/apix", &[]).await, "404");
     let body = client.get(addr, "x", "/nothing").await;
     assert_eq!(body.text(), "404 Not Found\n");
@@ -248,7 +282,12 @@ applications:
     assert_eq!(reply.header("content-type"), Some("text/plain"));
     assert_eq!(reply.header("x-served-by"), Some("scalws"));
     assert_eq!(reply.header("content-length"), Some("6"));
-    let head = client.send(addr, request("HEAD", "x", "/").body(Full::default()).unwrap()).await;
+    let head = client
+        .send(
+            addr,
+            request("HEAD", "x", "/").body(Full::default()).unwrap(),
+        )
+        .await;
     assert_eq!(head.status, 201);
     assert!(head.body.is_empty());
     assert_eq!(head.header("content-length"), Some("6"));

@@ -64,7 +64,8 @@ impl TestClient {
         let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
         match self.proto {
             Proto::Http1 => {
-                let (mut sender, conn) = hyper::client::conn::http1::handshake(stream).await.unwrap();
+                let (mut sender, conn) =
+                    hyper::client::conn::http1::handshake(stream).await.unwrap();
                 tokio::spawn(conn);
                 let origin = request
                     .uri()
@@ -76,9 +77,10 @@ impl TestClient {
                 read_whole(sender.send_request(request).await.expect("request failed")).await
             }
             Proto::H2c => {
-                let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
-                    .await
-                    .unwrap();
+                let (mut sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
+                        .await
+                        .unwrap();
                 tokio::spawn(conn);
                 request.headers_mut().remove(http::header::HOST);
                 *request.version_mut() = http::Version::HTTP_2;
@@ -89,8 +91,11 @@ impl TestClient {
 
     /// GET `path` with host `host`, sent to `addr`.
     pub async fn get(&self, addr: SocketAddr, host: &str, path: &str) -> Reply {
-        self.send(addr, request("GET", host, path).body(Full::default()).unwrap())
-            .await
+        self.send(
+            addr,
+            request("GET", host, path).body(Full::default()).unwrap(),
+        )
+        .await
     }
 }
 
@@ -155,7 +160,9 @@ pub async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
 }
 
 /// One HTTP/2 (h2c) connection to `addr`, for tests that need several streams on it.
-pub async fn h2_connection(addr: SocketAddr) -> hyper::client::conn::http2::SendRequest<Full<Bytes>> {
+pub async fn h2_connection(
+    addr: SocketAddr,
+) -> hyper::client::conn::http2::SendRequest<Full<Bytes>> {
     let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
     let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
         .await

@@ -82,9 +82,12 @@ impl Activity {
     pub(crate) fn verdict(&self, limits: &Limits) -> Verdict {
         let now_instant = Instant::now();
         let now = now_ms();
-        let at = |deadline_ms: u64| now_instant + Duration::from_millis(deadline_ms.saturating_sub(now));
+        let at =
+            |deadline_ms: u64| now_instant + Duration::from_millis(deadline_ms.saturating_sub(now));
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return Verdict::Wait(now_instant + limits.keepalive_timeout.min(limits.header_read_timeout));
+            return Verdict::Wait(
+                now_instant + limits.keepalive_timeout.min(limits.header_read_timeout),
+            );
         }
         let head = self.head_started.load(Ordering::Relaxed);
         if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
@@ -95,7 +98,8 @@ impl Activity {
                 Verdict::Wait(at(deadline))
             };
         }
-        let deadline = self.last_io.load(Ordering::Relaxed) + limits.keepalive_timeout.as_millis() as u64;
+        let deadline =
+            self.last_io.load(Ordering::Relaxed) + limits.keepalive_timeout.as_millis() as u64;
         if now >= deadline {
             Verdict::Idle
         } else {

@@ -107,8 +107,12 @@ fn protocol_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
 
 /// Runs one connection to its end, closing it when idle, when a head is too
 /// slow, or (gracefully) when the server drains.
-async fn drive<C>(connection: C, activity: &Activity, limits: &Limits, mut phase: watch::Receiver<Phase>)
-where
+async fn drive<C>(
+    connection: C,
+    activity: &Activity,
+    limits: &Limits,
+    mut phase: watch::Receiver<Phase>,
+) where
     C: std::future::Future + GracefulConnection,
 {
     let mut connection = pin!(connection);

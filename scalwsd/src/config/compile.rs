@@ -9,21 +9,32 @@ use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use scalws_core::{Limits, ListenerSpec};
-use scalws_proxy::{Action, Application, ApplicationBuilder, Gateway, Respond, StaticFiles, StaticOptions};
+use scalws_proxy::{
+    Action, Application, ApplicationBuilder, Gateway, Respond, StaticFiles, StaticOptions,
+};
 use scalws_router::{HostPattern, PathMatch, RouteSpec};
 use serde_saphyr::{Location, Spanned};
 
+use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::schema::{ApplicationFile, File, LimitsFile, ListenerFile, NotYet, RouteFile};
-use super::Config;
 
-pub(crate) fn compile(file_name: &str, file: File, base_dir: &Path) -> Result<Config, ConfigErrors> {
+pub(crate) fn compile(
+    file_name: &str,
+    file: File,
+    base_dir: &Path,
+) -> Result<Config, ConfigErrors> {
     let mut errors = Errors::new(file_name);
-    let mut compiler = Compiler { errors: &mut errors, base_dir };
+    let mut compiler = Compiler {
+        errors: &mut errors,
+        base_dir,
+    };
 
     let workers = file.workers.as_ref().and_then(|w| {
         if w.value == 0 {
-            compiler.errors.at(&w.referenced, "workers", "must be at least 1");
+            compiler
+                .errors
+                .at(&w.referenced, "workers", "must be at least 1");
             None
         } else {
             Some(w.value)
@@ -42,10 +53,18 @@ pub(crate) fn compile(file_name: &str, file: File, base_dir: &Path) -> Result<Co
     }
     let limits = compiler.limits(&file.limits);
     if file.listeners.is_empty() {
-        compiler.errors.at(&Location::UNKNOWN, "listeners", "at least one listener is needed");
+        compiler.errors.at(
+            &Location::UNKNOWN,
+            "listeners",
+            "at least one listener is needed",
+        );
     }
     let listeners = compiler.listeners(&file.listeners);
-    let names: Vec<&str> = file.listeners.iter().map(|l| l.value.name.value.as_str()).collect();
+    let names: Vec<&str> = file
+        .listeners
+        .iter()
+        .map(|l| l.value.name.value.as_str())
+        .collect();
 
     let mut gateway = Gateway::builder();
     for name in &names {
@@ -107,19 +126,28 @@ impl Compiler<'_> {
         let path = |key: &str| format!("limits.{key}");
         if let Some(v) = &file.max_connections {
             if v.value == 0 {
-                self.errors.at(&v.referenced, path("max_connections"), "must be at least 1");
+                self.errors
+                    .at(&v.referenced, path("max_connections"), "must be at least 1");
             }
             limits.max_connections = v.value.max(1);
         }
         if let Some(v) = &file.header_read_timeout {
             if v.value.0.is_zero() {
-                self.errors.at(&v.referenced, path("header_read_timeout"), "must be more than 0s");
+                self.errors.at(
+                    &v.referenced,
+                    path("header_read_timeout"),
+                    "must be more than 0s",
+                );
             }
             limits.header_read_timeout = v.value.0;
         }
         if let Some(v) = &file.keepalive_timeout {
             if v.value.0.is_zero() {
-                self.errors.at(&v.referenced, path("keepalive_timeout"), "must be more than 0s");
+                self.errors.at(
+                    &v.referenced,
+                    path("keepalive_timeout"),
+                    "must be more than 0s",
+                );
             }
             limits.keepalive_timeout = v.value.0;
         }
@@ -135,14 +163,19 @@ impl Compiler<'_> {
         }
         if let Some(v) = &file.max_headers {
             if v.value == 0 {
-                self.errors.at(&v.referenced, path("max_headers"), "must be at least 1");
+                self.errors
+                    .at(&v.referenced, path("max_headers"), "must be at least 1");
             }
             limits.max_headers = v.value.max(1);
         }
         if let Some(v) = &file.h2_max_concurrent_streams {
             match NonZeroU32::new(v.value) {
                 Some(n) => limits.h2_max_concurrent_streams = n,
-                None => self.errors.at(&v.referenced, path("h2_max_concurrent_streams"), "must be at least 1"),
+                None => self.errors.at(
+                    &v.referenced,
+                    path("h2_max_concurrent_streams"),
+                    "must be at least 1",
+                ),
             }
         }
         if let Some(v) = &file.max_request_body {
@@ -162,7 +195,8 @@ impl Compiler<'_> {
             let l = &listener.value;
             let path = |key: &str| format!("listeners[{i}].{key}");
             if l.name.value.is_empty() {
-                self.errors.at(&l.name.referenced, path("name"), "must not be empty");
+                self.errors
+                    .at(&l.name.referenced, path("name"), "must not be empty");
             } else if names.insert(l.name.value.as_str(), ()).is_some() {
                 self.errors.at(
                     &l.name.referenced,
@@ -173,7 +207,10 @@ impl Compiler<'_> {
             match l.protocol.as_ref().map(|p| p.value.as_str()) {
                 None | Some("http") => {}
                 Some(protocol @ ("https" | "http3")) => {
-                    let at = l.protocol.as_ref().map_or(Location::UNKNOWN, |p| p.referenced);
+                    let at = l
+                        .protocol
+                        .as_ref()
+                        .map_or(Location::UNKNOWN, |p| p.referenced);
                     self.errors.at(
                         &at,
                         path("protocol"),
@@ -181,12 +218,17 @@ impl Compiler<'_> {
                     );
                 }
                 Some(other) => {
-                    let at = l.protocol.as_ref().map_or(Location::UNKNOWN, |p| p.referenced);
+                    let at = l
+                        .protocol
+                        .as_ref()
+                        .map_or(Location::UNKNOWN, |p| p.referenced);
                     let hint = did_you_mean(other, ["http", "https", "http3"]);
                     self.errors.at(
                         &at,
                         path("protocol"),
-                        format!("unknown protocol \"{other}\"{hint}; expected http, https or http3"),
+                        format!(
+                            "unknown protocol \"{other}\"{hint}; expected http, https or http3"
+                        ),
                     );
                 }
             }
@@ -235,7 +277,11 @@ impl Compiler<'_> {
             None => bound.extend_from_slice(listener_names),
             Some(list) => {
                 if list.is_empty() {
-                    self.errors.at(&app.name.referenced, format!("{path}.listeners"), "must name at least one listener");
+                    self.errors.at(
+                        &app.name.referenced,
+                        format!("{path}.listeners"),
+                        "must name at least one listener",
+                    );
                     ok = false;
                 }
                 for (j, listener) in list.iter().enumerate() {
@@ -256,7 +302,11 @@ impl Compiler<'_> {
         }
 
         if app.domains.is_empty() {
-            self.errors.at(&app.name.referenced, format!("{path}.domains"), "must list at least one domain (\"*\" matches any)");
+            self.errors.at(
+                &app.name.referenced,
+                format!("{path}.domains"),
+                "must list at least one domain (\"*\" matches any)",
+            );
             ok = false;
         }
         for (j, domain) in app.domains.iter().enumerate() {
@@ -302,7 +352,11 @@ impl Compiler<'_> {
                     builder = match builder.route(spec) {
                         Ok(builder) => builder,
                         Err(error) => {
-                            self.errors.at(&at, format!("{route_path}.match.path"), error.to_string());
+                            self.errors.at(
+                                &at,
+                                format!("{route_path}.match.path"),
+                                error.to_string(),
+                            );
                             return None;
                         }
                     };
@@ -324,23 +378,43 @@ impl Compiler<'_> {
             Some(m) => {
                 let methods = m.methods.as_ref().map(|list| {
                     if list.is_empty() {
-                        self.errors.at(&route.referenced, format!("{path}.match.methods"), "must list at least one method");
+                        self.errors.at(
+                            &route.referenced,
+                            format!("{path}.match.methods"),
+                            "must list at least one method",
+                        );
                     }
                     list.iter()
                         .enumerate()
-                        .filter_map(|(j, method)| self.method(&format!("{path}.match.methods[{j}]"), method))
+                        .filter_map(|(j, method)| {
+                            self.method(&format!("{path}.match.methods[{j}]"), method)
+                        })
                         .collect::<Vec<_>>()
                 });
                 let mut headers = Vec::new();
                 for (name, value) in &m.headers {
                     let at = format!("{path}.match.headers.{name}");
-                    match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value.value)) {
+                    match (
+                        HeaderName::from_bytes(name.as_bytes()),
+                        HeaderValue::from_str(&value.value),
+                    ) {
                         (Ok(n), Ok(v)) => headers.push((n, v)),
-                        (Err(_), _) => self.errors.at(&value.referenced, at, format!("invalid header name \"{name}\"")),
-                        (_, Err(_)) => self.errors.at(&value.referenced, at, "invalid header value"),
+                        (Err(_), _) => self.errors.at(
+                            &value.referenced,
+                            at,
+                            format!("invalid header name \"{name}\""),
+                        ),
+                        (_, Err(_)) => {
+                            self.errors
+                                .at(&value.referenced, at, "invalid header value")
+                        }
                     }
                 }
-                let query = m.query.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
+                let query = m
+                    .query
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.value.clone()))
+                    .collect();
                 (methods, headers, query)
             }
         };
@@ -349,7 +423,9 @@ impl Compiler<'_> {
         let mut target = None;
         if let Some(respond) = &r.respond {
             actions.push("respond");
-            target = self.respond(&format!("{path}.respond"), respond).map(Action::Respond);
+            target = self
+                .respond(&format!("{path}.respond"), respond)
+                .map(Action::Respond);
         }
         if let Some(files) = &r.static_files {
             actions.push("static");
@@ -357,7 +433,9 @@ impl Compiler<'_> {
                 Some(PathMatch::Prefix(prefix)) => prefix.clone(),
                 _ => String::new(),
             };
-            target = self.static_files(&format!("{path}.static"), files, prefix).map(Action::Static);
+            target = self
+                .static_files(&format!("{path}.static"), files, prefix)
+                .map(Action::Static);
         }
         for (value, key, what) in [
             (&r.proxy, "proxy", "the proxy action"),
@@ -393,7 +471,10 @@ impl Compiler<'_> {
             _ => self.errors.at(
                 &route.referenced,
                 path,
-                format!("a route takes exactly one action, this one has {}", actions.join(", ")),
+                format!(
+                    "a route takes exactly one action, this one has {}",
+                    actions.join(", ")
+                ),
             ),
         }
         if self.errors_len() != before {
@@ -414,26 +495,44 @@ impl Compiler<'_> {
             (Some(prefix), None) => Some(PathMatch::Prefix(prefix.value.clone())),
             (None, None) => Some(PathMatch::Prefix("/".to_owned())),
             (Some(prefix), Some(_)) => {
-                self.errors.at(&prefix.referenced, format!("{path}.path"), "give either path or match.path, not both");
+                self.errors.at(
+                    &prefix.referenced,
+                    format!("{path}.path"),
+                    "give either path or match.path, not both",
+                );
                 None
             }
             (None, Some(p)) => {
-                let given: Vec<(&Spanned<String>, fn(String) -> PathMatch)> = [
-                    p.exact.as_ref().map(|v| (v, PathMatch::Exact as fn(String) -> PathMatch)),
-                    p.prefix.as_ref().map(|v| (v, PathMatch::Prefix as fn(String) -> PathMatch)),
-                    p.pattern.as_ref().map(|v| (v, PathMatch::Pattern as fn(String) -> PathMatch)),
+                let given: Vec<(&Spanned<String>, PathMatch)> = [
+                    p.exact
+                        .as_ref()
+                        .map(|v| (v, PathMatch::Exact(v.value.clone()))),
+                    p.prefix
+                        .as_ref()
+                        .map(|v| (v, PathMatch::Prefix(v.value.clone()))),
+                    p.pattern
+                        .as_ref()
+                        .map(|v| (v, PathMatch::Pattern(v.value.clone()))),
                 ]
                 .into_iter()
                 .flatten()
                 .collect();
                 match given.as_slice() {
-                    [(value, make)] => Some(make(value.value.clone())),
+                    [(_, matcher)] => Some(matcher.clone()),
                     [] => {
-                        self.errors.at(&Location::UNKNOWN, format!("{path}.match.path"), "needs one of exact, prefix or pattern");
+                        self.errors.at(
+                            &Location::UNKNOWN,
+                            format!("{path}.match.path"),
+                            "needs one of exact, prefix or pattern",
+                        );
                         None
                     }
                     [_, (second, _), ..] => {
-                        self.errors.at(&second.referenced, format!("{path}.match.path"), "takes only one of exact, prefix or pattern");
+                        self.errors.at(
+                            &second.referenced,
+                            format!("{path}.match.path"),
+                            "takes only one of exact, prefix or pattern",
+                        );
                         None
                     }
                 }
@@ -453,20 +552,32 @@ impl Compiler<'_> {
                 } else {
                     String::new()
                 };
-                self.errors.at(&method.referenced, path, format!("invalid method \"{text}\"{hint}"));
+                self.errors.at(
+                    &method.referenced,
+                    path,
+                    format!("invalid method \"{text}\"{hint}"),
+                );
                 None
             }
         }
     }
 
-    fn respond(&mut self, path: &str, respond: &Spanned<super::schema::RespondFile>) -> Option<Respond> {
+    fn respond(
+        &mut self,
+        path: &str,
+        respond: &Spanned<super::schema::RespondFile>,
+    ) -> Option<Respond> {
         let r = &respond.value;
         let status = match &r.status {
             None => StatusCode::OK,
             Some(s) => match StatusCode::from_u16(s.value) {
                 Ok(status) if (200..=599).contains(&s.value) => status,
                 _ => {
-                    self.errors.at(&s.referenced, format!("{path}.status"), format!("invalid status {} (expected 200 to 599)", s.value));
+                    self.errors.at(
+                        &s.referenced,
+                        format!("{path}.status"),
+                        format!("invalid status {} (expected 200 to 599)", s.value),
+                    );
                     return None;
                 }
             },
@@ -477,28 +588,44 @@ impl Compiler<'_> {
             let header = match HeaderName::from_bytes(name.as_bytes()) {
                 Ok(header) => header,
                 Err(_) => {
-                    self.errors.at(&value.referenced, at, format!("invalid header name \"{name}\""));
+                    self.errors.at(
+                        &value.referenced,
+                        at,
+                        format!("invalid header name \"{name}\""),
+                    );
                     continue;
                 }
             };
             if header == http::header::CONTENT_LENGTH {
-                self.errors.at(&value.referenced, at, "content-length is set from the body; leave it out");
+                self.errors.at(
+                    &value.referenced,
+                    at,
+                    "content-length is set from the body; leave it out",
+                );
                 continue;
             }
             match HeaderValue::from_str(&value.value) {
                 Ok(v) => out = out.header(header, v),
-                Err(_) => self.errors.at(&value.referenced, at, "invalid header value"),
+                Err(_) => self
+                    .errors
+                    .at(&value.referenced, at, "invalid header value"),
             }
         }
         Some(out)
     }
 
-    fn static_files(&mut self, path: &str, files: &Spanned<super::schema::StaticFile>, strip_prefix: String) -> Option<StaticFiles> {
+    fn static_files(
+        &mut self,
+        path: &str,
+        files: &Spanned<super::schema::StaticFile>,
+        strip_prefix: String,
+    ) -> Option<StaticFiles> {
         let f = &files.value;
         let root = self.base_dir.join(&f.root.value);
         let options = StaticOptions {
             root,
-            index: Some(f.index.clone().unwrap_or_else(|| "index.html".to_owned())).filter(|i| !i.is_empty()),
+            index: Some(f.index.clone().unwrap_or_else(|| "index.html".to_owned()))
+                .filter(|i| !i.is_empty()),
             listing: f.listing,
             strip_prefix,
         };
@@ -506,11 +633,18 @@ impl Compiler<'_> {
             Ok(files) => Some(files),
             Err(error) => {
                 let hint = if Path::new(&f.root.value).is_relative() {
-                    format!(" (relative roots are resolved from the config file's directory, {})", self.base_dir.display())
+                    format!(
+                        " (relative roots are resolved from the config file's directory, {})",
+                        self.base_dir.display()
+                    )
                 } else {
                     String::new()
                 };
-                self.errors.at(&f.root.referenced, format!("{path}.root"), format!("{error}{hint}"));
+                self.errors.at(
+                    &f.root.referenced,
+                    format!("{path}.root"),
+                    format!("{error}{hint}"),
+                );
                 None
             }
         }

@@ -61,7 +61,12 @@ impl Errors {
         }
     }
 
-    pub(crate) fn at(&mut self, location: &Location, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn at(
+        &mut self,
+        location: &Location,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) {
         self.list.push(ConfigError {
             file: self.file.clone(),
             line: location.line(),
@@ -80,7 +85,11 @@ impl Errors {
     }
 
     pub(crate) fn into_result<T>(self, value: T) -> Result<T, ConfigErrors> {
-        if self.list.is_empty() { Ok(value) } else { Err(self.finish()) }
+        if self.list.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.finish())
+        }
     }
 
     /// The errors in document order.

@@ -53,6 +53,9 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
             message: format!("cannot read the file: {error}"),
         }])
     })?;
-    let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let base = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     load(&name, &text, base)
 }

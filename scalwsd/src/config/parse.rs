@@ -31,7 +31,11 @@ pub(crate) fn parse(file_name: &str, text: &str) -> Result<File, ConfigError> {
 fn clean_path(path: &str) -> String {
     let path = path.replace(".value[", "[").replace(".value.", ".");
     let path = path.strip_suffix(".value").unwrap_or(&path);
-    if path == "." || path == "?" { String::new() } else { path.to_owned() }
+    if path == "." || path == "?" {
+        String::new()
+    } else {
+        path.to_owned()
+    }
 }
 
 /// The position is printed in front already.
@@ -80,7 +84,10 @@ mod tests {
     #[test]
     fn spanned_steps_are_removed_from_paths() {
         assert_eq!(clean_path("workers.value"), "workers");
-        assert_eq!(clean_path("applications.value[0].name.value"), "applications[0].name");
+        assert_eq!(
+            clean_path("applications.value[0].name.value"),
+            "applications[0].name"
+        );
         assert_eq!(clean_path("."), "");
     }
 

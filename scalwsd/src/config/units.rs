@@ -23,7 +23,8 @@ fn split_number(text: &str) -> Option<(u64, &str)> {
 
 /// Parses `250ms`, `5s`, `2m`, `1h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration \"{text}\" (expected a number and a unit: 250ms, 5s, 2m, 1h)");
+    let bad =
+        || format!("invalid duration \"{text}\" (expected a number and a unit: 250ms, 5s, 2m, 1h)");
     let (number, unit) = split_number(text.trim()).ok_or_else(bad)?;
     let millis = match unit {
         "ms" => Some(number),
@@ -37,7 +38,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Parses `512KiB`, `64MiB`, `1GiB`, `100B`, or a bare number of bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let bad = || format!("invalid size \"{text}\" (expected a number and a unit: 512B, 64KiB, 16MiB, 1GiB)");
+    let bad = || {
+        format!("invalid size \"{text}\" (expected a number and a unit: 512B, 64KiB, 16MiB, 1GiB)")
+    };
     let (number, unit) = split_number(text.trim()).ok_or_else(bad)?;
     let factor: u64 = match unit {
         "" | "B" => 1,
@@ -60,7 +63,9 @@ enum Scalar {
 impl<'de> Deserialize<'de> for DurationValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        parse_duration(&text).map(DurationValue).map_err(de::Error::custom)
+        parse_duration(&text)
+            .map(DurationValue)
+            .map_err(de::Error::custom)
     }
 }
 

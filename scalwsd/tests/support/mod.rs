@@ -1,5 +1,5 @@
 //! Starts the gateway a YAML file describes, in-process, on loopback ports.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
