@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::request::Parts;
-use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use scalws_core::{Body, ConnInfo};
 use scalws_router::{
     DuplicateDomain, HostTable, HostTableBuilder, NoRoute, normalize_host, normalize_path,
@@ -185,13 +185,10 @@ impl Gateway {
     }
 }
 
-/// `:authority` for HTTP/2 and later (and absolute-form HTTP/1.1), else `Host`.
+/// `:authority` (HTTP/2, and absolute-form HTTP/1.1), else `Host` (RFC 9110 7.2).
 fn request_host(parts: &Parts) -> Option<&str> {
     if let Some(authority) = parts.uri.authority() {
         return Some(authority.as_str());
-    }
-    if parts.version >= Version::HTTP_2 {
-        return None;
     }
     parts.headers.get(header::HOST)?.to_str().ok()
 }

@@ -109,9 +109,17 @@ async fn shutdown_signal() {
             return;
         }
     };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+    // SIGHUP's default action ends the process; until reload exists, an
+    // operator's habitual `kill -HUP` must not take the proxy down.
+    let mut hangup = signal(SignalKind::hangup()).ok();
+    loop {
+        tokio::select! {
+            _ = term.recv() => return tracing::info!("SIGTERM received"),
+            _ = tokio::signal::ctrl_c() => return tracing::info!("SIGINT received"),
+            Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
+                tracing::warn!("SIGHUP received: reload is not available in this version; the configuration is unchanged");
+            }
+        }
     }
 }
 

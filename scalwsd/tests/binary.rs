@@ -108,6 +108,19 @@ fn serves_then_drains_and_exits_0_on_sigterm() {
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.ends_with("from-file"), "{reply}");
 
+    // SIGHUP is logged and ignored until reload exists: the proxy keeps serving.
+    let status = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP must not stop scalwsd"
+    );
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -134,4 +147,5 @@ fn serves_then_drains_and_exits_0_on_sigterm() {
         .unwrap();
     assert!(logs.contains("listening"), "{logs}");
     assert!(logs.contains(&format!("127.0.0.1:{port}")), "{logs}");
+    assert!(logs.contains("SIGHUP received"), "{logs}");
 }

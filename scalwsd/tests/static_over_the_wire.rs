@@ -31,6 +31,7 @@ applications:
     domains: ["*"]
     routes:
       - { path: /static, static: { root: ./public } }
+      - { path: /assets/, static: { root: ./public } }
       - { path: /, respond: { body: "fallback\n" } }
 "#;
     let running = support::start(yaml, dir.path());
@@ -68,6 +69,11 @@ async fn serves_files_under_the_prefix() {
         let index = client.get(addr, "x", "/static/docs/").await;
         assert_eq!(index.text(), "<h1>docs</h1>\n");
         assert_eq!(client.get(addr, "x", "/static/missing").await.status, 404);
+        // A prefix written with a trailing slash strips the same way.
+        assert_eq!(
+            client.get(addr, "x", "/assets/hello.txt").await.text(),
+            "hello from public\n"
+        );
     }
 }
 

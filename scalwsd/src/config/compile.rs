@@ -429,8 +429,11 @@ impl Compiler<'_> {
         }
         if let Some(files) = &r.static_files {
             actions.push("static");
+            // Stripped in the form requests are matched in: `/static/` acts as `/static`.
             let prefix = match &path_match {
-                Some(PathMatch::Prefix(prefix)) => prefix.clone(),
+                Some(PathMatch::Prefix(prefix)) => scalws_router::normalize_path(prefix)
+                    .map(|p| p.trim_end_matches('/').to_owned())
+                    .unwrap_or_default(),
                 _ => String::new(),
             };
             target = self

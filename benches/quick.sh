@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A first, rough throughput figure for the `respond` scenario:
+# wrk, 64 connections, DURATION seconds, scalwsd with one worker pinned to
+# CPU 0 and wrk on CPU 1, then the same against nginx (one worker) when
+# nginx is installed. Reports req/s and the ratio. It builds nothing: build
+# first with `cargo build --release -p scalwsd`.
+#
+#   benches/quick.sh                 # 10 s per server
+#   DURATION=30 benches/quick.sh
+#
+# The full A/B harness (multi.sh: rotation, medians, CPU per request, p99,
+# RSS, a gate) is not built yet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION="${DURATION:-10}"
+CONNECTIONS="${CONNECTIONS:-64}"
+BIN="${BIN:-target/release/scalwsd}"
+
+if ! command -v wrk >/dev/null; then
+    echo "quick.sh: installing wrk from Debian (apt-get install wrk)" >&2
+    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+[ -x "$BIN" ] || { echo "quick.sh: $BIN missing; run: cargo build --release -p scalwsd" >&2; exit 1; }
+
+# `taskset -c N` when there are two CPUs or more; an array, so `cmd &` gives the real PID.
+pin() { PIN=(); if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c "$1"); fi; }
+
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "quick.sh: nothing listening on port $1" >&2
+    return 1
+}
+
+# CPU time (user + system, in clock ticks) of a process and its children threads.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+measure() { # name port server-pid
+    local before after rps requests p99 errors
+    before=$(cpu_ticks "$3")
+    pin 1; "${PIN[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$2/" > "$TMP/$1.wrk"
+    after=$(cpu_ticks "$3")
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$TMP/$1.wrk")
+    requests=$(awk '/requests in/ {print $1}' "$TMP/$1.wrk")
+    p99=$(awk '$1 == "99%" {print $2}' "$TMP/$1.wrk")
+    errors=$(grep -E "Non-2xx|Socket errors" "$TMP/$1.wrk" || true)
+    awk -v n="$1" -v r="$rps" -v p="$p99" -v t=$((after - before)) -v q="$requests" -v hz="$(getconf CLK_TCK)" -v e="$errors" \
+        'BEGIN { printf "%-8s %12s req/s   %6.2f us CPU/request   p99 %8s   %s\n", n, r, t / hz * 1e6 / q, p, e }'
+    echo "$rps" > "$TMP/$1.rps"
+}
+
+TMP=$(mktemp -d)
+cleanup() { [ -n "${SCALWS_PID:-}" ] && kill "$SCALWS_PID" 2>/dev/null; [ -n "${NGINX_PID:-}" ] && kill "$NGINX_PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+pin 0
+SCALWS_LOG=warn "${PIN[@]}" "$BIN" --config benches/configs/respond.yaml --workers 1 &
+SCALWS_PID=$!
+wait_port 18080
+measure scalws 18080 "$SCALWS_PID"
+kill "$SCALWS_PID"; wait "$SCALWS_PID" 2>/dev/null || true; SCALWS_PID=
+
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ -x "$NGINX" ]; then
+    mkdir -p "$TMP/nginx"
+    sed "s#NGINX_PREFIX#$TMP/nginx#g" benches/configs/nginx-respond.conf > "$TMP/nginx.conf"
+    pin 0
+    "${PIN[@]}" "$NGINX" -c "$TMP/nginx.conf" -p "$TMP/nginx" &
+    NGINX_PID=$!
+    wait_port 18081
+    # nginx's worker is the master's only child.
+    measure nginx 18081 "$(pgrep -P "$NGINX_PID" | head -1)"
+    kill "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=
+    awk -v a="$(cat "$TMP/scalws.rps")" -v b="$(cat "$TMP/nginx.rps")" \
+        'BEGIN { printf "ratio    scalws/nginx = %.2f\n", a / b }'
+else
+    echo "nginx not installed: no peer column (apt-get install nginx-light)"
+fi
