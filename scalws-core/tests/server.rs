@@ -305,3 +305,36 @@ async fn drain_timeout_cuts_requests_that_run_too_long() {
     assert!(started.elapsed() < Duration::from_millis(700));
     let _ = StatusCode::OK;
 }
+
+#[tokio::test]
+async fn connections_past_max_connections_wait_in_the_backlog() {
+    let server = start(Limits {
+        max_connections: 1,
+        ..Limits::default()
+    });
+    // The first connection holds the only slot.
+    let mut first = TcpStream::connect(server.addr).await.unwrap();
+    first
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = tokio::io::AsyncReadExt::read(&mut first, &mut buf)
+        .await
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+
+    // The second is accepted by the kernel but not served while the first is open.
+    let mut second = TcpStream::connect(server.addr).await.unwrap();
+    second
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let waiting = test_support::read_until_close(&mut second, Duration::from_millis(400)).await;
+    assert_eq!(waiting, "", "served past max_connections");
+
+    // Once the first goes away, the second is served.
+    drop(first);
+    let reply = test_support::read_until_close(&mut second, Duration::from_secs(5)).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
