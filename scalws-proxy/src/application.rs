@@ -56,9 +56,14 @@ impl ApplicationBuilder {
         self
     }
 
-    /// Adds a route.
+    /// Adds a route (by value, for chaining).
     pub fn route(mut self, route: RouteSpec<Action>) -> Result<Self, InvalidRoute> {
-        self.routes.route(route)?;
+        self.add_route(route)?;
         Ok(self)
+    }
+
+    /// Adds a route in place; on error the builder keeps its other routes.
+    pub fn add_route(&mut self, route: RouteSpec<Action>) -> Result<(), InvalidRoute> {
+        self.routes.route(route).map(|_| ())
     }
 }

@@ -112,7 +112,7 @@ fn bad_pattern() {
     );
     assert_eq!(
         errors(&yaml),
-        "bad.yaml:8:35: applications[0].routes[0].match.path: invalid route path \"/users/{id\": Parameters must be registered with a valid name"
+        "bad.yaml:8:35: applications[0].routes[0].match.path.pattern: invalid route path \"/users/{id\": Parameters must be registered with a valid name"
     );
 }
 
@@ -211,5 +211,47 @@ fn tls_listener_is_rejected_until_it_exists() {
     assert_eq!(
         errors("listeners:\n  - name: https\n    address: 127.0.0.1:0\n    protocol: https\n"),
         "bad.yaml:4:15: listeners[0].protocol: protocol \"https\" is not available in this version of scalwsd (only \"http\")"
+    );
+}
+
+#[test]
+fn every_bad_route_of_an_application_is_reported() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - { path: nope, respond: {} }\n      - { match: { path: { pattern: \"/{a\" } }, respond: {} }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:17: applications[0].routes[0].path: invalid route path \"nope\": must start with \"/\"\n\
+         bad.yaml:9:37: applications[0].routes[1].match.path.pattern: invalid route path \"/{a\": Parameters must be registered with a valid name"
+    );
+}
+
+#[test]
+fn empty_listeners_and_empty_match_path_have_positions() {
+    assert_eq!(
+        errors("listeners: []\n"),
+        "bad.yaml:1:12: listeners: at least one listener is needed"
+    );
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - { match: { path: {} }, respond: {} }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:26: applications[0].routes[0].match.path: needs one of exact, prefix or pattern"
+    );
+}
+
+#[test]
+fn limits_that_would_exhaust_memory_are_refused() {
+    assert_eq!(
+        errors(&format!(
+            "{LISTENER}limits:\n  max_headers: 100000000\n  max_connections: 9999999999\n"
+        )),
+        "bad.yaml:5:16: limits.max_headers: must be between 1 and 1000\n\
+         bad.yaml:6:20: limits.max_connections: must be between 1 and 1000000"
+    );
+    assert_eq!(
+        errors(&format!("{LISTENER}limits:\n  drain_timeout: 9000h\n")),
+        "bad.yaml:5:18: limits.drain_timeout: duration \"9000h\" is too long (at most 365 days)"
     );
 }

@@ -292,3 +292,64 @@ applications:
     assert!(head.body.is_empty());
     assert_eq!(head.header("content-length"), Some("6"));
 }
+
+#[tokio::test]
+async fn head_and_bodiless_statuses_never_carry_a_body_on_http2() {
+    // hyper drops such bodies on HTTP/1.1 by itself; on HTTP/2 a DATA frame
+    // after a HEAD or 304 response makes the client reset the stream.
+    let yaml = r#"
+listeners: [{ name: http, address: "127.0.0.1:0" }]
+applications:
+  - name: a
+    domains: [known.test]
+    routes:
+      - { match: { path: { exact: /only-post }, methods: [POST] }, respond: { body: posted } }
+      - { path: /not-modified, respond: { status: 304, body: "must not be sent" } }
+      - { path: /no-content, respond: { status: 204, body: "must not be sent" } }
+      - { match: { path: { exact: / } }, respond: { body: "hello\n" } }
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(yaml, dir.path());
+    let addr = running.addr("http");
+    let client = TestClient::new(Proto::H2c);
+    let head = |host: &'static str, path: &'static str| {
+        client.send(
+            addr,
+            request("HEAD", host, path).body(Full::default()).unwrap(),
+        )
+    };
+    let ok = head("known.test", "/").await;
+    assert_eq!(
+        (ok.status, ok.body.len(), ok.header("content-length")),
+        (200, 0, Some("6"))
+    );
+    let missing = head("unknown.test", "/").await;
+    assert_eq!((missing.status, missing.body.len()), (404, 0));
+    assert_eq!(
+        missing.header("content-length"),
+        Some("14"),
+        "the length a GET would have"
+    );
+    let wrong_method = head("known.test", "/only-post").await;
+    assert_eq!(
+        (wrong_method.status, wrong_method.header("allow")),
+        (405, Some("POST"))
+    );
+
+    for proto in [Proto::Http1, Proto::H2c] {
+        let client = TestClient::new(proto);
+        let not_modified = client.get(addr, "known.test", "/not-modified").await;
+        assert_eq!(
+            (not_modified.status, not_modified.body.len()),
+            (304, 0),
+            "{proto:?}"
+        );
+        let no_content = client.get(addr, "known.test", "/no-content").await;
+        assert_eq!(
+            (no_content.status, no_content.body.len()),
+            (204, 0),
+            "{proto:?}"
+        );
+        assert_eq!(no_content.header("content-length"), None);
+    }
+}

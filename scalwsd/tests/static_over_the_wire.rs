@@ -103,3 +103,50 @@ async fn traversal_attempts_never_leak_a_byte() {
         }
     }
 }
+
+#[tokio::test]
+async fn conditional_range_and_head_over_both_protocols() {
+    use http_body_util::Full;
+    use test_support::request;
+    let site = site();
+    let addr = site.running.addr("http");
+    for proto in [Proto::Http1, Proto::H2c] {
+        let client = TestClient::new(proto);
+        let send = |method: &str, headers: &[(&str, &str)]| {
+            let mut builder = request(method, "x", "/static/hello.txt");
+            for (name, value) in headers {
+                builder = builder.header(*name, *value);
+            }
+            client.send(addr, builder.body(Full::default()).unwrap())
+        };
+        let full = send("GET", &[]).await;
+        let etag = full.header("etag").unwrap().to_owned();
+        let modified = full.header("last-modified").unwrap().to_owned();
+
+        let not_modified = send("GET", &[("if-none-match", &etag)]).await;
+        assert_eq!(not_modified.status, 304, "{proto:?}");
+        assert!(not_modified.body.is_empty());
+        assert_eq!(
+            send("GET", &[("if-modified-since", &modified)])
+                .await
+                .status,
+            304
+        );
+
+        let range = send("GET", &[("range", "bytes=0-4")]).await;
+        assert_eq!(range.status, 206, "{proto:?}");
+        assert_eq!(range.text(), "hello");
+        assert_eq!(range.header("content-range"), Some("bytes 0-4/18"));
+        let suffix = send("GET", &[("range", "bytes=-7")]).await;
+        assert_eq!(suffix.text(), "public\n");
+        let unsatisfiable = send("GET", &[("range", "bytes=100-")]).await;
+        assert_eq!(unsatisfiable.status, 416);
+        assert_eq!(unsatisfiable.header("content-range"), Some("bytes */18"));
+
+        let head = send("HEAD", &[]).await;
+        assert_eq!(head.status, 200, "{proto:?}");
+        assert!(head.body.is_empty());
+        assert_eq!(head.header("content-length"), Some("18"));
+        assert_eq!(head.header("etag"), Some(etag.as_str()));
+    }
+}

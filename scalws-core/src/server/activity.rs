@@ -18,6 +18,15 @@ fn now_ms() -> u64 {
     BASE.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
+/// `now + wait`, capped at a day so an embedder's `Duration::MAX` cannot overflow `Instant`.
+pub(crate) fn later(now: Instant, wait: Duration) -> Instant {
+    now + wait.min(Duration::from_secs(86_400))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 #[derive(Debug)]
 pub(crate) struct Activity {
     in_flight: AtomicUsize,
@@ -82,24 +91,31 @@ impl Activity {
     pub(crate) fn verdict(&self, limits: &Limits) -> Verdict {
         let now_instant = Instant::now();
         let now = now_ms();
-        let at =
-            |deadline_ms: u64| now_instant + Duration::from_millis(deadline_ms.saturating_sub(now));
+        let at = |deadline_ms: u64| {
+            later(
+                now_instant,
+                Duration::from_millis(deadline_ms.saturating_sub(now)),
+            )
+        };
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return Verdict::Wait(
-                now_instant + limits.keepalive_timeout.min(limits.header_read_timeout),
-            );
+            return Verdict::Wait(later(
+                now_instant,
+                limits.keepalive_timeout.min(limits.header_read_timeout),
+            ));
         }
         let head = self.head_started.load(Ordering::Relaxed);
         if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
-            let deadline = head + limits.header_read_timeout.as_millis() as u64;
+            let deadline = head.saturating_add(millis(limits.header_read_timeout));
             return if now >= deadline {
                 Verdict::HeadTimedOut
             } else {
                 Verdict::Wait(at(deadline))
             };
         }
-        let deadline =
-            self.last_io.load(Ordering::Relaxed) + limits.keepalive_timeout.as_millis() as u64;
+        let deadline = self
+            .last_io
+            .load(Ordering::Relaxed)
+            .saturating_add(millis(limits.keepalive_timeout));
         if now >= deadline {
             Verdict::Idle
         } else {

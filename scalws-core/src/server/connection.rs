@@ -127,7 +127,7 @@ async fn drive<C>(
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
-                tokio::time::Instant::now().into_std() + limits.header_read_timeout
+                super::activity::later(std::time::Instant::now(), limits.header_read_timeout)
             }
             // Already asked to close and still open after a grace period: drop it.
             Verdict::Idle => return,

@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::Either;
 use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
@@ -34,6 +34,7 @@ impl Drop for InFlight {
 
 impl<S, B> Edge<S>
 where
+    B: http_body::Body,
     S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send,
@@ -46,8 +47,10 @@ where
             .request_started(request.version() == Version::HTTP_2);
         let _in_flight = InFlight(self.activity.clone());
 
+        let head = request.method() == Method::HEAD;
         if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
-            return Ok(reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()));
+            let response = reject(StatusCode::PAYLOAD_TOO_LARGE, request.version());
+            return Ok(without_forbidden_body(response, head));
         }
 
         let (mut parts, body) = request.into_parts();
@@ -55,12 +58,60 @@ where
         let request = Request::from_parts(parts, Body::incoming(body, self.max_request_body));
 
         let call = self.service.clone().oneshot(request);
-        match AssertUnwindSafe(call).catch_unwind().await {
-            Ok(Ok(response)) => Ok(response.map(Either::Left)),
-            Ok(Err(error)) => Ok(failed(error.into())),
-            Err(_panic) => Ok(panicked()),
+        let response = match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(Ok(response)) => response.map(Either::Left),
+            Ok(Err(error)) => failed(error.into()),
+            Err(_panic) => panicked(),
+        };
+        Ok(without_forbidden_body(response, head))
+    }
+}
+
+/// HEAD responses and 1xx/204/304 never carry a body (RFC 9110 6.4.1). hyper
+/// drops such bodies on HTTP/1.1 but sends them on HTTP/2, where a client
+/// resets the stream; so every response passes here, whoever made it.
+fn without_forbidden_body<B>(
+    response: Response<Either<B, Body>>,
+    head: bool,
+) -> Response<Either<B, Body>>
+where
+    B: http_body::Body,
+{
+    let status = response.status();
+    let bodiless_status = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if !head && !bodiless_status {
+        return response;
+    }
+    strip_body(response, head && !bodiless_status)
+}
+
+#[cold]
+#[inline(never)]
+fn strip_body<B>(
+    response: Response<Either<B, Body>>,
+    keep_length: bool,
+) -> Response<Either<B, Body>>
+where
+    B: http_body::Body,
+{
+    let (mut parts, body) = response.into_parts();
+    if parts.status == StatusCode::NO_CONTENT || parts.status.is_informational() {
+        parts.headers.remove(header::CONTENT_LENGTH);
+    } else if keep_length && !parts.headers.contains_key(header::CONTENT_LENGTH) {
+        // HEAD answers with the length a GET would have had, when it is known.
+        let hint = match &body {
+            Either::Left(body) => body.size_hint(),
+            Either::Right(body) => http_body::Body::size_hint(body),
+        };
+        if let Some(length) = hint.exact() {
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         }
     }
+    Response::from_parts(parts, Either::Right(Body::empty()))
 }
 
 fn declared_length<B>(request: &Request<B>) -> Option<u64> {

@@ -52,16 +52,17 @@ pub(crate) fn compile(
         );
     }
     let limits = compiler.limits(&file.limits);
-    if file.listeners.is_empty() {
+    if file.listeners.value.is_empty() {
         compiler.errors.at(
-            &Location::UNKNOWN,
+            &file.listeners.referenced,
             "listeners",
             "at least one listener is needed",
         );
     }
-    let listeners = compiler.listeners(&file.listeners);
+    let listeners = compiler.listeners(&file.listeners.value);
     let names: Vec<&str> = file
         .listeners
+        .value
         .iter()
         .map(|l| l.value.name.value.as_str())
         .collect();
@@ -105,6 +106,10 @@ pub(crate) fn compile(
     })
 }
 
+/// Upper bounds that keep a typo from exhausting memory at start or per request.
+const MAX_CONNECTIONS: usize = 1_000_000;
+const MAX_HEADERS: usize = 1_000;
+
 struct Compiler<'a> {
     errors: &'a mut Errors,
     base_dir: &'a Path,
@@ -125,11 +130,14 @@ impl Compiler<'_> {
         let mut limits = Limits::default();
         let path = |key: &str| format!("limits.{key}");
         if let Some(v) = &file.max_connections {
-            if v.value == 0 {
-                self.errors
-                    .at(&v.referenced, path("max_connections"), "must be at least 1");
+            if !(1..=MAX_CONNECTIONS).contains(&v.value) {
+                self.errors.at(
+                    &v.referenced,
+                    path("max_connections"),
+                    format!("must be between 1 and {MAX_CONNECTIONS}"),
+                );
             }
-            limits.max_connections = v.value.max(1);
+            limits.max_connections = v.value.clamp(1, MAX_CONNECTIONS);
         }
         if let Some(v) = &file.header_read_timeout {
             if v.value.0.is_zero() {
@@ -162,11 +170,15 @@ impl Compiler<'_> {
             limits.max_header_bytes = usize::try_from(v.value.0).unwrap_or(usize::MAX);
         }
         if let Some(v) = &file.max_headers {
-            if v.value == 0 {
-                self.errors
-                    .at(&v.referenced, path("max_headers"), "must be at least 1");
+            if !(1..=MAX_HEADERS).contains(&v.value) {
+                // The HTTP/1 parser reserves room for this many headers per request.
+                self.errors.at(
+                    &v.referenced,
+                    path("max_headers"),
+                    format!("must be between 1 and {MAX_HEADERS}"),
+                );
             }
-            limits.max_headers = v.value.max(1);
+            limits.max_headers = v.value.clamp(1, MAX_HEADERS);
         }
         if let Some(v) = &file.h2_max_concurrent_streams {
             match NonZeroU32::new(v.value) {
@@ -348,18 +360,13 @@ impl Compiler<'_> {
             let route_path = format!("{path}.routes[{k}]");
             match self.route(&route_path, route) {
                 Some(spec) => {
-                    let at = route_location(&route.value).unwrap_or(route.referenced);
-                    builder = match builder.route(spec) {
-                        Ok(builder) => builder,
-                        Err(error) => {
-                            self.errors.at(
-                                &at,
-                                format!("{route_path}.match.path"),
-                                error.to_string(),
-                            );
-                            return None;
-                        }
-                    };
+                    if let Err(error) = builder.add_route(spec) {
+                        let (at, key) = route_location(&route.value);
+                        let at = at.unwrap_or(route.referenced);
+                        self.errors
+                            .at(&at, format!("{route_path}.{key}"), error.to_string());
+                        ok = false;
+                    }
                 }
                 None => ok = false,
             }
@@ -505,7 +512,8 @@ impl Compiler<'_> {
                 );
                 None
             }
-            (None, Some(p)) => {
+            (None, Some(spanned)) => {
+                let p = &spanned.value;
                 let given: Vec<(&Spanned<String>, PathMatch)> = [
                     p.exact
                         .as_ref()
@@ -524,7 +532,7 @@ impl Compiler<'_> {
                     [(_, matcher)] => Some(matcher.clone()),
                     [] => {
                         self.errors.at(
-                            &Location::UNKNOWN,
+                            &spanned.referenced,
                             format!("{path}.match.path"),
                             "needs one of exact, prefix or pattern",
                         );
@@ -658,15 +666,23 @@ impl Compiler<'_> {
     }
 }
 
-/// Where a route's path is written, for errors about it.
-fn route_location(route: &RouteFile) -> Option<Location> {
+/// Where a route's path is written, and under which key, for errors about it.
+fn route_location(route: &RouteFile) -> (Option<Location>, &'static str) {
     if let Some(path) = &route.path {
-        return Some(path.referenced);
+        return (Some(path.referenced), "path");
     }
-    let p = route.matcher.as_ref()?.path.as_ref()?;
-    [&p.exact, &p.prefix, &p.pattern]
-        .into_iter()
-        .flatten()
-        .next()
-        .map(|v| v.referenced)
+    let Some(p) = route.matcher.as_ref().and_then(|m| m.path.as_ref()) else {
+        return (None, "match.path");
+    };
+    let written = [
+        (&p.value.exact, "match.path.exact"),
+        (&p.value.prefix, "match.path.prefix"),
+        (&p.value.pattern, "match.path.pattern"),
+    ]
+    .into_iter()
+    .find_map(|(v, key)| v.as_ref().map(|v| (v.referenced, key)));
+    match written {
+        Some((at, key)) => (Some(at), key),
+        None => (Some(p.referenced), "match.path"),
+    }
 }

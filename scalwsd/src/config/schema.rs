@@ -22,7 +22,7 @@ pub(super) struct File {
     pub(super) access_log: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) limits: LimitsFile,
-    pub(super) listeners: Vec<Spanned<ListenerFile>>,
+    pub(super) listeners: Spanned<Vec<Spanned<ListenerFile>>>,
     pub(super) upstreams: NotYet,
     #[serde(default)]
     pub(super) applications: Vec<Spanned<ApplicationFile>>,
@@ -88,7 +88,7 @@ pub(super) struct RouteFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct MatchFile {
-    pub(super) path: Option<PathFile>,
+    pub(super) path: Option<Spanned<PathFile>>,
     pub(super) methods: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     pub(super) headers: BTreeMap<String, Spanned<String>>,

@@ -33,8 +33,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => number.checked_mul(3_600_000),
         _ => None,
     };
-    millis.map(Duration::from_millis).ok_or_else(bad)
+    match millis {
+        Some(ms) if ms <= MAX_DURATION_MS => Ok(Duration::from_millis(ms)),
+        Some(_) => Err(format!(
+            "duration \"{text}\" is too long (at most 365 days)"
+        )),
+        None => Err(bad()),
+    }
 }
+
+/// No timeout needs more than a year; the bound keeps deadline arithmetic far from overflow.
+const MAX_DURATION_MS: u64 = 365 * 24 * 3_600_000;
 
 /// Parses `512KiB`, `64MiB`, `1GiB`, `100B`, or a bare number of bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -89,7 +98,16 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        for bad in ["", "5", "s", "5x", "-1s", "1.5s", "99999999999999999999h"] {
+        for bad in [
+            "",
+            "5",
+            "s",
+            "5x",
+            "-1s",
+            "1.5s",
+            "99999999999999999999h",
+            "8761h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
