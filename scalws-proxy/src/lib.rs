@@ -38,6 +38,7 @@ mod application;
 mod gateway;
 mod respond;
 mod static_files;
+pub mod upstream;
 
 pub use action::{Action, ActionFuture};
 pub use application::{Application, ApplicationBuilder};

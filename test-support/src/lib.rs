@@ -4,6 +4,8 @@
 //! user would do and see.
 #![allow(missing_docs, unreachable_pub, clippy::unwrap_used)]
 
+pub mod upstream;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -1,0 +1,1 @@
+//! Upstream pools (in progress).
