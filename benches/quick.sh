@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A first, rough throughput figure for the `respond` scenario:
-# wrk, 64 connections, DURATION seconds, scalwsd with one worker pinned to
-# CPU 0 and wrk on CPU 1, then the same against nginx (one worker) when
-# nginx is installed. Reports req/s and the ratio. It builds nothing: build
+# A first, rough figure for one scenario, ScalWS against nginx in one run:
+# wrk, 64 connections, DURATION seconds, the server (one worker) pinned to
+# CPU 0, wrk (and, for `proxy`, the origin) on CPU 1. Reports req/s, server
+# CPU microseconds per request, p99 and the ratio. It builds nothing: build
 # first with `cargo build --release -p scalwsd`.
 #
-#   benches/quick.sh                 # 10 s per server
+#   benches/quick.sh                       # respond, 10 s per server
+#   SCENARIO=proxy benches/quick.sh        # proxy to a local nginx origin
 #   DURATION=30 benches/quick.sh
 #
 # The full A/B harness (multi.sh: rotation, medians, CPU per request, p99,
@@ -13,10 +14,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SCENARIO="${SCENARIO:-respond}"
 DURATION="${DURATION:-10}"
 CONNECTIONS="${CONNECTIONS:-64}"
 BIN="${BIN:-target/release/scalwsd}"
 
+case "$SCENARIO" in respond|proxy) ;; *) echo "quick.sh: SCENARIO is respond or proxy" >&2; exit 2;; esac
 if ! command -v wrk >/dev/null; then
     echo "quick.sh: installing wrk from Debian (apt-get install wrk)" >&2
     apt-get update -qq && apt-get install -y -qq wrk >/dev/null
@@ -53,20 +56,34 @@ measure() { # name port server-pid
 }
 
 TMP=$(mktemp -d)
-cleanup() { [ -n "${SCALWS_PID:-}" ] && kill "$SCALWS_PID" 2>/dev/null; [ -n "${NGINX_PID:-}" ] && kill "$NGINX_PID" 2>/dev/null; rm -rf "$TMP"; }
+cleanup() {
+    for pid in "${SCALWS_PID:-}" "${NGINX_PID:-}" "${ORIGIN_PID:-}"; do
+        [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    done
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
 
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+mkdir -p "$TMP/nginx"
+if [ "$SCENARIO" = proxy ]; then
+    [ -x "$NGINX" ] || { echo "quick.sh: the proxy scenario needs nginx as its origin (apt-get install nginx-light)" >&2; exit 1; }
+    sed "s#NGINX_PREFIX#$TMP/nginx#g" benches/configs/nginx-origin.conf > "$TMP/origin.conf"
+    pin 1
+    "${PIN[@]}" "$NGINX" -c "$TMP/origin.conf" -p "$TMP/nginx" &
+    ORIGIN_PID=$!
+    wait_port 18090
+fi
+
 pin 0
-SCALWS_LOG=warn "${PIN[@]}" "$BIN" --config benches/configs/respond.yaml --workers 1 &
+SCALWS_LOG=warn "${PIN[@]}" "$BIN" --config "benches/configs/$SCENARIO.yaml" --workers 1 &
 SCALWS_PID=$!
 wait_port 18080
 measure scalws 18080 "$SCALWS_PID"
 kill "$SCALWS_PID"; wait "$SCALWS_PID" 2>/dev/null || true; SCALWS_PID=
 
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 if [ -x "$NGINX" ]; then
-    mkdir -p "$TMP/nginx"
-    sed "s#NGINX_PREFIX#$TMP/nginx#g" benches/configs/nginx-respond.conf > "$TMP/nginx.conf"
+    sed "s#NGINX_PREFIX#$TMP/nginx#g" "benches/configs/nginx-$SCENARIO.conf" > "$TMP/nginx.conf"
     pin 0
     "${PIN[@]}" "$NGINX" -c "$TMP/nginx.conf" -p "$TMP/nginx" &
     NGINX_PID=$!

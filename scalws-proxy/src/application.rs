@@ -6,13 +6,13 @@ use scalws_router::{
     HostPattern, InvalidHostPattern, InvalidRoute, RouteSpec, RouteTable, RouteTableBuilder,
 };
 
-use crate::Action;
+use crate::Route;
 
 /// One application, ready to serve. Built once, shared by `Arc`.
 #[derive(Debug)]
 pub struct Application {
     pub(crate) name: Arc<str>,
-    pub(crate) routes: RouteTable<Action>,
+    pub(crate) routes: RouteTable<Route>,
 }
 
 impl Application {
@@ -38,7 +38,7 @@ pub struct ApplicationBuilder {
     pub(crate) domains: Vec<HostPattern>,
     /// `None`: every listener of the gateway.
     pub(crate) listeners: Option<Vec<String>>,
-    pub(crate) routes: RouteTableBuilder<Action>,
+    pub(crate) routes: RouteTableBuilder<Route>,
 }
 
 impl ApplicationBuilder {
@@ -57,13 +57,27 @@ impl ApplicationBuilder {
     }
 
     /// Adds a route (by value, for chaining).
-    pub fn route(mut self, route: RouteSpec<Action>) -> Result<Self, InvalidRoute> {
+    pub fn route(mut self, route: RouteSpec<impl Into<Route>>) -> Result<Self, InvalidRoute> {
         self.add_route(route)?;
         Ok(self)
     }
 
     /// Adds a route in place; on error the builder keeps its other routes.
-    pub fn add_route(&mut self, route: RouteSpec<Action>) -> Result<(), InvalidRoute> {
+    pub fn add_route(&mut self, route: RouteSpec<impl Into<Route>>) -> Result<(), InvalidRoute> {
+        let RouteSpec {
+            path,
+            methods,
+            headers,
+            query,
+            target,
+        } = route;
+        let route = RouteSpec {
+            path,
+            methods,
+            headers,
+            query,
+            target: target.into(),
+        };
         self.routes.route(route).map(|_| ())
     }
 }

@@ -10,7 +10,8 @@
 //!    escaping the root: 400.
 //! 4. **Route**: the application's route table (prefix fast path, or full
 //!    precedence match); none: 404; wrong method only: 405 with `Allow`.
-//! 5. **Action**: `respond` or `static`.
+//! 5. **Policy and action**: the route's timeout (504), then its action:
+//!    `respond`, `static`, `proxy` or `backends`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -139,8 +140,7 @@ impl Gateway {
 
     /// Routes and answers one request.
     pub fn handle(&self, request: Request<Body>) -> ActionFuture {
-        // `respond` and `static` never read the request body.
-        let (mut parts, _body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let Some(hosts) = self.hosts_for(&parts) else {
             return ActionFuture::error(StatusCode::NOT_FOUND);
         };
@@ -165,7 +165,8 @@ impl Gateway {
                 if !matched.params.is_empty() {
                     parts.extensions.insert(matched.params);
                 }
-                matched.target.call(&parts, &path)
+                drop(path);
+                matched.target.call(parts, body)
             }
             Err(NoRoute::NotFound) => ActionFuture::error(StatusCode::NOT_FOUND),
             Err(NoRoute::MethodNotAllowed { allow }) => method_not_allowed(allow),

@@ -6,10 +6,12 @@
 //! - [`Respond`]: a fixed status, headers and body.
 //! - [`StaticFiles`]: files under a directory, with conditional requests,
 //!   ranges, and small files served from memory.
+//! - [`Proxy`]: forwards to an [`upstream::UpstreamPool`] (balancing, active
+//!   and passive health, retries, timeouts, pooled HTTP/1.1, HTTP/2 and TLS
+//!   connections), with header hygiene and upgrades.
+//! - [`Backends`]: a weighted split between proxies and fixed statuses.
 //! - [`Gateway`]: listener -> host -> path -> route -> [`Action`]; see
 //!   `gateway.rs` for the order.
-//!
-//! The `proxy` action (upstream pools) is not part of this version.
 //!
 //! ```
 //! use http::{Method, StatusCode};
@@ -35,13 +37,17 @@
 
 mod action;
 mod application;
+mod backends;
 mod gateway;
+mod proxy;
 mod respond;
 mod static_files;
 pub mod upstream;
 
-pub use action::{Action, ActionFuture};
+pub use action::{Action, ActionFuture, Route};
 pub use application::{Application, ApplicationBuilder};
+pub use backends::{Backend, Backends};
 pub use gateway::{Gateway, GatewayBuilder, InvalidGateway};
+pub use proxy::Proxy;
 pub use respond::Respond;
 pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};

@@ -40,36 +40,38 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
 }
 
 /// The whole life of the process; returns its exit status.
+///
+/// The configuration is loaded inside the runtime because upstream pools with
+/// health checks start their checker tasks as they are built; `workers` is
+/// read from the file first, since the runtime needs it before anything else.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging();
     let source = find_config(&cli);
-    let config = match load(&source) {
-        Ok(config) => config,
-        Err(errors) => {
-            eprintln!("{errors}");
-            eprintln!(
-                "scalwsd: {} error(s) in the configuration; nothing was started",
-                errors.0.len()
-            );
-            return ExitCode::from(EXIT_CONFIG);
-        }
-    };
     if cli.check {
-        match &source {
-            Source::File(path) => println!("{}: ok", path.display()),
-            Source::Embedded => println!("<embedded default>: ok"),
-        }
-        return ExitCode::SUCCESS;
-    }
-    if let Source::Embedded = source {
-        tracing::info!(
-            "no --config and no scalws.yaml here: serving the embedded demo configuration"
-        );
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => return runtime_failed(&error),
+        };
+        return runtime.block_on(async {
+            match load(&source) {
+                Ok(_) => {
+                    match &source {
+                        Source::File(path) => println!("{}: ok", path.display()),
+                        Source::Embedded => println!("<embedded default>: ok"),
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(errors) => config_failed(&errors),
+            }
+        });
     }
     let workers = cli
         .workers
         .map(|n| n.get())
-        .or(config.workers)
+        .or_else(|| peek_workers(&source))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -77,13 +79,49 @@ pub fn main(cli: Cli) -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("scalwsd: cannot start the runtime: {error}");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
+        Err(error) => return runtime_failed(&error),
     };
-    tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
-    runtime.block_on(serve(config))
+    runtime.block_on(async {
+        let config = match load(&source) {
+            Ok(config) => config,
+            Err(errors) => return config_failed(&errors),
+        };
+        if let Source::Embedded = source {
+            tracing::info!(
+                "no --config and no scalws.yaml here: serving the embedded demo configuration"
+            );
+        }
+        tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
+        serve(config).await
+    })
+}
+
+fn config_failed(errors: &ConfigErrors) -> ExitCode {
+    eprintln!("{errors}");
+    eprintln!(
+        "scalwsd: {} error(s) in the configuration; nothing was started",
+        errors.0.len()
+    );
+    ExitCode::from(EXIT_CONFIG)
+}
+
+fn runtime_failed(error: &std::io::Error) -> ExitCode {
+    eprintln!("scalwsd: cannot start the runtime: {error}");
+    ExitCode::from(EXIT_RUNTIME)
+}
+
+/// `workers` from the file, if it parses that far; the full load reports any error.
+fn peek_workers(source: &Source) -> Option<usize> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        workers: Option<usize>,
+    }
+    let text = match source {
+        Source::File(path) => std::fs::read_to_string(path).ok()?,
+        Source::Embedded => DEFAULT_CONFIG.to_owned(),
+    };
+    let peek: Peek = serde_saphyr::from_str(&text).ok()?;
+    peek.workers.filter(|w| *w > 0)
 }
 
 async fn serve(config: Config) -> ExitCode {

@@ -148,13 +148,41 @@ fn route_without_action() {
 }
 
 #[test]
-fn proxy_is_rejected_until_it_exists() {
-    let yaml = with_app(
-        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        proxy: api\n",
+fn unknown_upstream_with_hint() {
+    let yaml = format!(
+        "{LISTENER}upstreams:\n  api: {{ addresses: [\"127.0.0.1:9001\"] }}\napplications:\n  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        proxy: apj\n"
     );
     assert_eq!(
         errors(&yaml),
-        "bad.yaml:9:16: applications[0].routes[0].proxy: the proxy action is not available in this version of scalwsd"
+        "bad.yaml:11:16: applications[0].routes[0].proxy: unknown upstream \"apj\" (did you mean \"api\"?); name one under upstreams, or give host:port"
+    );
+}
+
+#[test]
+fn bad_upstream_definitions() {
+    let yaml = format!(
+        "{LISTENER}upstreams:\n  api:\n    addresses: [\"127.0.0.1:9001\", {{ address: nowhere, weight: 2 }}]\n    balance: round_robn\n    protocol: http3\n    retries: 50\n  hashy:\n    addresses: [\"127.0.0.1:9002\"]\n    balance: header_hash\n  zero:\n    addresses: [{{ address: \"127.0.0.1:9003\", weight: 0 }}]\n"
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:6:35: upstreams.api.addresses[1]: invalid address \"nowhere\": invalid socket address (expected IP:PORT or host:port)\n\
+         bad.yaml:7:14: upstreams.api.balance: unknown balance \"round_robn\" (did you mean \"round_robin\"?); expected one of round_robin, least_requests, random_two, ip_hash, header_hash\n\
+         bad.yaml:8:15: upstreams.api.protocol: unknown protocol \"http3\" (did you mean \"https\"?); expected http1, http2 or https\n\
+         bad.yaml:9:14: upstreams.api.retries: must be at most 10\n\
+         bad.yaml:12:14: upstreams.hashy.balance: header_hash needs hash_header: the header whose value picks the address\n\
+         bad.yaml:14:16: upstreams.zero.addresses: every address has weight 0: none could ever be chosen"
+    );
+}
+
+#[test]
+fn a_backend_needs_exactly_one_of_proxy_or_status() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        backends:\n          - { weight: 1 }\n          - { status: 700, weight: 1 }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:10:13: applications[0].routes[0].backends[0]: a backend takes exactly one of proxy or status\n\
+         bad.yaml:11:23: applications[0].routes[0].backends[1].status: invalid status 700 (expected 200 to 599)"
     );
 }
 

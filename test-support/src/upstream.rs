@@ -22,7 +22,9 @@ pub type UpstreamBody = BoxBody<Bytes, std::io::Error>;
 
 /// A whole-text body.
 pub fn text(body: impl Into<Bytes>) -> UpstreamBody {
-    Full::new(body.into()).map_err(|never: Infallible| match never {}).boxed()
+    Full::new(body.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed()
 }
 
 /// A 200 response with a text body.
@@ -73,7 +75,9 @@ impl Upstream {
         tasks.spawn(async move {
             let mut conns = JoinSet::new();
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 c.fetch_add(1, Ordering::SeqCst);
                 let handler = handler.clone();

@@ -10,14 +10,18 @@ use std::sync::Arc;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use scalws_core::{Limits, ListenerSpec};
 use scalws_proxy::{
-    Action, Application, ApplicationBuilder, Gateway, Respond, StaticFiles, StaticOptions,
+    Action, Application, ApplicationBuilder, Backend, Backends, Gateway, Proxy, Respond, Route,
+    StaticFiles, StaticOptions,
 };
 use scalws_router::{HostPattern, PathMatch, RouteSpec};
 use serde_saphyr::{Location, Spanned};
 
 use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
-use super::schema::{ApplicationFile, File, LimitsFile, ListenerFile, NotYet, RouteFile};
+use super::schema::{
+    ApplicationFile, BackendFile, File, LimitsFile, ListenerFile, NotYet, RouteFile,
+};
+use super::upstreams::Upstreams;
 
 pub(crate) fn compile(
     file_name: &str,
@@ -25,9 +29,11 @@ pub(crate) fn compile(
     base_dir: &Path,
 ) -> Result<Config, ConfigErrors> {
     let mut errors = Errors::new(file_name);
+    let upstreams = Upstreams::compile(&file.upstreams, base_dir, &mut errors);
     let mut compiler = Compiler {
         errors: &mut errors,
         base_dir,
+        upstreams,
     };
 
     let workers = file.workers.as_ref().and_then(|w| {
@@ -41,7 +47,6 @@ pub(crate) fn compile(
         }
     });
     compiler.not_yet(&file.admin, "admin", "the admin listener");
-    compiler.not_yet(&file.upstreams, "upstreams", "proxying to upstreams");
     if let Some(log) = &file.access_log
         && log.value != "off"
     {
@@ -113,6 +118,7 @@ const MAX_HEADERS: usize = 1_000;
 struct Compiler<'a> {
     errors: &'a mut Errors,
     base_dir: &'a Path,
+    upstreams: Upstreams,
 }
 
 impl Compiler<'_> {
@@ -374,7 +380,7 @@ impl Compiler<'_> {
         ok.then_some(builder)
     }
 
-    fn route(&mut self, path: &str, route: &Spanned<RouteFile>) -> Option<RouteSpec<Action>> {
+    fn route(&mut self, path: &str, route: &Spanned<RouteFile>) -> Option<RouteSpec<Route>> {
         let r = &route.value;
         let before = self.errors_len();
 
@@ -447,21 +453,31 @@ impl Compiler<'_> {
                 .static_files(&format!("{path}.static"), files, prefix)
                 .map(Action::Static);
         }
-        for (value, key, what) in [
-            (&r.proxy, "proxy", "the proxy action"),
-            (&r.backends, "backends", "the backends action"),
-            (&r.redirect, "redirect", "the redirect action"),
-        ] {
-            if value.is_some() {
-                actions.push(key);
-                self.not_yet(value, &format!("{path}.{key}"), what);
-            }
+        if let Some(target_name) = &r.proxy {
+            actions.push("proxy");
+            target = self
+                .upstreams
+                .resolve(&format!("{path}.proxy"), target_name, self.errors)
+                .map(|pool| Action::Proxy(Proxy::new(pool)));
+        }
+        if let Some(list) = &r.backends {
+            actions.push("backends");
+            target = self
+                .backends(&format!("{path}.backends"), list)
+                .map(Action::Backends);
+        }
+        if r.redirect.is_some() {
+            actions.push("redirect");
+            self.not_yet(
+                &r.redirect,
+                &format!("{path}.redirect"),
+                "the redirect action",
+            );
         }
         for (value, key) in [
             (&r.rewrite, "rewrite"),
             (&r.request_headers, "request_headers"),
             (&r.response_headers, "response_headers"),
-            (&r.timeout, "timeout"),
             (&r.cache, "cache"),
         ] {
             self.not_yet(value, &format!("{path}.{key}"), &format!("route \"{key}\""));
@@ -490,13 +506,64 @@ impl Compiler<'_> {
         if self.errors_len() != before {
             return None;
         }
+        let mut target = Route::new(target?);
+        if let Some(timeout) = &r.timeout {
+            target = target.timeout(timeout.value.0);
+        }
         Some(RouteSpec {
             path: path_match?,
             methods,
             headers,
             query,
-            target: target?,
+            target,
         })
+    }
+
+    fn backends(
+        &mut self,
+        path: &str,
+        list: &Spanned<Vec<Spanned<BackendFile>>>,
+    ) -> Option<Backends> {
+        if list.value.is_empty() {
+            self.errors
+                .at(&list.referenced, path, "needs at least one backend");
+            return None;
+        }
+        let before = self.errors_len();
+        let mut shares = Vec::new();
+        for (i, entry) in list.value.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            let b = &entry.value;
+            let backend = match (&b.proxy, &b.status) {
+                (Some(target), None) => self
+                    .upstreams
+                    .resolve(&format!("{at}.proxy"), target, self.errors)
+                    .map(|pool| Backend::Proxy(Proxy::new(pool))),
+                (None, Some(status)) => match StatusCode::from_u16(status.value) {
+                    Ok(code) if (200..=599).contains(&status.value) => Some(Backend::Status(code)),
+                    _ => {
+                        self.errors.at(
+                            &status.referenced,
+                            format!("{at}.status"),
+                            format!("invalid status {} (expected 200 to 599)", status.value),
+                        );
+                        None
+                    }
+                },
+                _ => {
+                    self.errors.at(
+                        &entry.referenced,
+                        at,
+                        "a backend takes exactly one of proxy or status",
+                    );
+                    None
+                }
+            };
+            if let Some(backend) = backend {
+                shares.push((backend, b.weight.value));
+            }
+        }
+        (self.errors_len() == before).then(|| Backends::new(shares))
     }
 
     fn path_match(&mut self, path: &str, r: &RouteFile) -> Option<PathMatch> {

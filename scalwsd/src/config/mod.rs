@@ -9,6 +9,7 @@ mod error;
 mod parse;
 mod schema;
 mod units;
+mod upstreams;
 
 use std::path::Path;
 

@@ -23,7 +23,8 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) limits: LimitsFile,
     pub(super) listeners: Spanned<Vec<Spanned<ListenerFile>>>,
-    pub(super) upstreams: NotYet,
+    #[serde(default)]
+    pub(super) upstreams: BTreeMap<String, Spanned<UpstreamFile>>,
     #[serde(default)]
     pub(super) applications: Vec<Spanned<ApplicationFile>>,
 }
@@ -73,15 +74,15 @@ pub(super) struct RouteFile {
     pub(super) respond: Option<Spanned<RespondFile>>,
     #[serde(rename = "static")]
     pub(super) static_files: Option<Spanned<StaticFile>>,
-    pub(super) proxy: NotYet,
-    pub(super) backends: NotYet,
+    pub(super) proxy: Option<Spanned<String>>,
+    pub(super) backends: Option<Spanned<Vec<Spanned<BackendFile>>>>,
     pub(super) redirect: NotYet,
 
     pub(super) https_redirect: Option<Spanned<bool>>,
     pub(super) rewrite: NotYet,
     pub(super) request_headers: NotYet,
     pub(super) response_headers: NotYet,
-    pub(super) timeout: NotYet,
+    pub(super) timeout: Option<Spanned<DurationValue>>,
     pub(super) cache: NotYet,
 }
 
@@ -121,4 +122,74 @@ pub(super) struct StaticFile {
     pub(super) index: Option<String>,
     #[serde(default)]
     pub(super) listing: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BackendFile {
+    pub(super) proxy: Option<Spanned<String>>,
+    pub(super) status: Option<Spanned<u16>>,
+    pub(super) weight: Spanned<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UpstreamFile {
+    pub(super) addresses: Spanned<Vec<Spanned<AddressFile>>>,
+    pub(super) balance: Option<Spanned<String>>,
+    pub(super) hash_header: Option<Spanned<String>>,
+    pub(super) protocol: Option<Spanned<String>>,
+    pub(super) tls: Option<UpstreamTlsFile>,
+    pub(super) connect_timeout: Option<Spanned<DurationValue>>,
+    pub(super) request_timeout: Option<Spanned<DurationValue>>,
+    pub(super) idle_timeout: Option<Spanned<DurationValue>>,
+    pub(super) max_idle_per_address: Option<Spanned<usize>>,
+    pub(super) retries: Option<Spanned<u32>>,
+    pub(super) health_check: Option<HealthCheckFile>,
+    pub(super) passive: Option<PassiveFile>,
+}
+
+/// `127.0.0.1:9001` or `{ address: 127.0.0.1:9001, weight: 3 }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum AddressFile {
+    Plain(String),
+    Weighted(WeightedAddressFile),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WeightedAddressFile {
+    pub(super) address: String,
+    #[serde(default = "one")]
+    pub(super) weight: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UpstreamTlsFile {
+    pub(super) sni: Option<Spanned<String>>,
+    pub(super) ca: Option<Spanned<String>>,
+    pub(super) verify: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HealthCheckFile {
+    pub(super) path: Spanned<String>,
+    pub(super) interval: Option<Spanned<DurationValue>>,
+    pub(super) timeout: Option<Spanned<DurationValue>>,
+    pub(super) unhealthy_after: Option<Spanned<u32>>,
+    pub(super) healthy_after: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PassiveFile {
+    pub(super) failures: Option<Spanned<u32>>,
+    pub(super) cooldown: Option<Spanned<DurationValue>>,
 }

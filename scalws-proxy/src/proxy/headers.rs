@@ -1,0 +1,188 @@
+//! Header hygiene between client and upstream: hop-by-hop headers removed both
+//! ways (RFC 9110 7.6.1), forwarding headers added on the way up.
+
+use std::net::IpAddr;
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+
+/// Headers that describe one connection, never the message.
+fn fixed_hop_by_hop() -> [&'static HeaderName; 7] {
+    [
+        &header::CONNECTION,
+        &KEEP_ALIVE,
+        &PROXY_CONNECTION,
+        &header::TE,
+        &header::TRAILER,
+        &header::TRANSFER_ENCODING,
+        &header::UPGRADE,
+    ]
+}
+
+/// Removes hop-by-hop headers, including every header `Connection` names.
+/// `keep_te_trailers` keeps `TE: trailers` (end-to-end meaning for gRPC over HTTP/2).
+pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool) {
+    if headers.contains_key(header::CONNECTION) {
+        remove_connection_listed(headers);
+    }
+    let te_trailers = keep_te_trailers
+        && headers
+            .get(header::TE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+    for name in fixed_hop_by_hop() {
+        headers.remove(name);
+    }
+    if te_trailers {
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn remove_connection_listed(headers: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+}
+
+/// The protocol a client asks to upgrade to (`Connection: upgrade` + `Upgrade`), if any.
+pub(crate) fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
+    let upgrade = headers.get(header::UPGRADE)?;
+    let connection_upgrade = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    connection_upgrade.then(|| upgrade.clone())
+}
+
+/// Appends the client to `X-Forwarded-For` and sets `X-Forwarded-Proto` and `X-Forwarded-Host`.
+pub(crate) fn add_forwarding(
+    headers: &mut HeaderMap,
+    peer: Option<IpAddr>,
+    scheme: &'static str,
+    host: Option<&HeaderValue>,
+) {
+    if let Some(peer) = peer {
+        let peer = peer.to_string();
+        let value = match joined(headers, &X_FORWARDED_FOR) {
+            Some(previous) => format!("{previous}, {peer}"),
+            None => peer,
+        };
+        if let Ok(value) = HeaderValue::try_from(value) {
+            headers.insert(X_FORWARDED_FOR.clone(), value);
+        }
+    }
+    headers.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(scheme));
+    match host {
+        Some(host) => {
+            headers.insert(X_FORWARDED_HOST.clone(), host.clone());
+        }
+        None => {
+            headers.remove(&X_FORWARDED_HOST);
+        }
+    }
+}
+
+/// Every value of `name`, joined with ", " (a list header may come as several lines).
+fn joined(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    let mut values = headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+    let first = values.next()?;
+    Some(values.fold(first.to_owned(), |mut all, v| {
+        all.push_str(", ");
+        all.push_str(v);
+        all
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (k, v) in pairs {
+            headers.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn hop_by_hop_and_connection_listed_headers_go() {
+        let mut headers = map(&[
+            ("connection", "keep-alive, x-secret"),
+            ("connection", "x-other"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-connection", "keep-alive"),
+            ("te", "gzip"),
+            ("trailer", "x"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "websocket"),
+            ("x-secret", "1"),
+            ("x-other", "2"),
+            ("x-kept", "3"),
+        ]);
+        remove_hop_by_hop(&mut headers, true);
+        let names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["x-kept"]);
+    }
+
+    #[test]
+    fn te_trailers_survives_when_asked() {
+        let mut headers = map(&[("te", "trailers")]);
+        remove_hop_by_hop(&mut headers, true);
+        assert_eq!(headers["te"], "trailers");
+        remove_hop_by_hop(&mut headers, false);
+        assert!(headers.get("te").is_none());
+    }
+
+    #[test]
+    fn forwarding_headers_append_and_set() {
+        let mut headers = map(&[
+            ("x-forwarded-for", "1.1.1.1"),
+            ("x-forwarded-for", "2.2.2.2"),
+            ("x-forwarded-proto", "https"),
+        ]);
+        let host = HeaderValue::from_static("example.com");
+        add_forwarding(
+            &mut headers,
+            Some("127.0.0.1".parse().unwrap()),
+            "http",
+            Some(&host),
+        );
+        assert_eq!(headers["x-forwarded-for"], "1.1.1.1, 2.2.2.2, 127.0.0.1");
+        assert_eq!(headers.get_all("x-forwarded-for").iter().count(), 1);
+        assert_eq!(headers["x-forwarded-proto"], "http");
+        assert_eq!(headers["x-forwarded-host"], "example.com");
+    }
+
+    #[test]
+    fn upgrade_needs_both_headers() {
+        assert!(requested_upgrade(&map(&[("upgrade", "websocket")])).is_none());
+        assert_eq!(
+            requested_upgrade(&map(&[
+                ("connection", "keep-alive, Upgrade"),
+                ("upgrade", "websocket")
+            ]))
+            .unwrap(),
+            "websocket"
+        );
+    }
+}

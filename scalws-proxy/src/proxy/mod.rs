@@ -1,0 +1,149 @@
+//! The `proxy` action: forward a request to an [`UpstreamPool`] and stream the
+//! answer back.
+//!
+//! In order:
+//! 1. Note an upgrade request (`Connection: upgrade` + `Upgrade`) and take the
+//!    client side of the upgrade.
+//! 2. Remove hop-by-hop headers (and those `Connection` names); put back
+//!    `Connection: upgrade` / `Upgrade` for an upgrade.
+//! 3. Append the client to `X-Forwarded-For`; set `X-Forwarded-Proto` and
+//!    `X-Forwarded-Host`. `Host` is kept (taken from `:authority` for HTTP/2
+//!    clients, so an HTTP/1.1 upstream gets one). No `Via` is added.
+//! 4. Send through the pool (balancing, health, retries, timeouts); failures
+//!    answer 502, a `request_timeout` 504, a client body past
+//!    `max_request_body` 413.
+//! 5. On `101` to an upgrade request, tunnel both connections; a `101` nobody
+//!    asked for is a 502. Otherwise remove hop-by-hop headers from the
+//!    response and stream its body back, never buffered. An upstream that
+//!    fails mid-body aborts the client's response rather than ending it early.
+
+mod headers;
+mod upgrade;
+
+use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use scalws_core::error::{error_response, status_for};
+use scalws_core::{Body, ConnInfo};
+
+use crate::upstream::UpstreamPool;
+
+/// Forwards requests to one pool.
+#[derive(Clone)]
+pub struct Proxy {
+    pool: UpstreamPool,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("pool", &self.pool.name())
+            .finish()
+    }
+}
+
+impl Proxy {
+    /// A proxy to `pool`.
+    pub fn new(pool: UpstreamPool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool requests go to.
+    pub fn pool(&self) -> &UpstreamPool {
+        &self.pool
+    }
+
+    /// Forwards one request and returns the upstream's response, or an error response.
+    pub async fn forward(&self, request: Request<Body>) -> Response<Body> {
+        let (mut parts, body) = request.into_parts();
+        let conn = parts.extensions.get::<ConnInfo>();
+        let peer = conn.map(|c| c.peer().ip());
+        let scheme = conn.map_or("http", |c| c.scheme().as_str());
+
+        let upgrade = headers::requested_upgrade(&parts.headers);
+        let client_upgrade = match upgrade {
+            Some(_) => parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+            None => None,
+        };
+
+        // HTTP/2 clients name the host in :authority; an HTTP/1.1 upstream needs Host.
+        let host = match parts.headers.get(header::HOST) {
+            Some(host) => Some(host.clone()),
+            None => parts
+                .uri
+                .authority()
+                .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
+        };
+        headers::remove_hop_by_hop(&mut parts.headers, true);
+        headers::add_forwarding(&mut parts.headers, peer, scheme, host.as_ref());
+        if let Some(host) = &host {
+            parts.headers.insert(header::HOST, host.clone());
+        }
+        if let Some(protocol) = &upgrade {
+            parts
+                .headers
+                .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+            parts.headers.insert(header::UPGRADE, protocol.clone());
+        }
+        if let Some(path) = parts.uri.path_and_query() {
+            parts.uri = http::Uri::from(path.clone());
+        }
+        parts.version = Version::HTTP_11;
+
+        let upstream = match self.pool.send(Request::from_parts(parts, body)).await {
+            Ok((response, _address)) => response,
+            Err(error) => return failed(&error, error.status()),
+        };
+
+        let (mut parts, body) = upstream.into_parts();
+        if parts.status == StatusCode::SWITCHING_PROTOCOLS {
+            return switching(parts, client_upgrade);
+        }
+        headers::remove_hop_by_hop(&mut parts.headers, false);
+        // The client's own limit is for request bodies; the response is the upstream's to size.
+        Response::from_parts(parts, Body::incoming(body, u64::MAX))
+    }
+}
+
+/// `101` from the upstream: tunnel if the client asked for this upgrade.
+fn switching(
+    mut parts: http::response::Parts,
+    client: Option<hyper::upgrade::OnUpgrade>,
+) -> Response<Body> {
+    let upstream = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+    match (client, upstream) {
+        (Some(client), Some(upstream)) => {
+            upgrade::spawn_tunnel(client, upstream);
+            Response::from_parts(parts, Body::empty())
+        }
+        _ => {
+            tracing::warn!("upstream switched protocols without an upgrade request; answered 502");
+            error_response(StatusCode::BAD_GATEWAY)
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(error: &(dyn std::error::Error + 'static), status: StatusCode) -> Response<Body> {
+    // A client body past max_request_body surfaces as an upstream send error.
+    let status = match status_for(error) {
+        StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => status,
+    };
+    tracing::warn!(error = %DisplayChain(error), %status, "proxying failed");
+    error_response(status)
+}
+
+/// An error and its causes on one line.
+struct DisplayChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for DisplayChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,363 @@
+//! [`UpstreamPool`]: choose an address, send, retry, and keep score.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{Request, Response, Uri, Version, header};
+use hyper::body::Incoming;
+use scalws_core::Body;
+use tokio::task::AbortHandle;
+use tokio_rustls::TlsConnector;
+
+use super::balance::Balancer;
+use super::client;
+use super::connector::{Connector, TlsSetup};
+use super::endpoint::{Endpoint, EndpointStats, PassivePolicy};
+use super::error::{InvalidUpstream, UpstreamError};
+use super::health::Checker;
+use super::options::{Protocol, UpstreamOptions};
+use super::retry::{Failure, Replay};
+use super::tls;
+
+/// A named set of upstream addresses, each with its pooled connections:
+/// balancing, health, retries and timeouts. Cloning is one reference count.
+///
+/// See the [module documentation](super) for how an address is chosen and
+/// when a request is retried.
+#[derive(Clone)]
+pub struct UpstreamPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: Arc<str>,
+    endpoints: Arc<[Endpoint]>,
+    balancer: Balancer,
+    scheme: Scheme,
+    /// HTTP/2 (and maybe, by ALPN, https) sends the URI's authority as
+    /// `:authority`: there it is the request's Host rather than the address.
+    host_authority: bool,
+    version: Version,
+    request_timeout: std::time::Duration,
+    retries: u32,
+    passive: Option<PassivePolicy>,
+    checker: Option<AbortHandle>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(checker) = &self.checker {
+            checker.abort();
+        }
+    }
+}
+
+// === impl UpstreamPool ===
+
+impl UpstreamPool {
+    /// Validates `options` (at least one address, not every weight 0, no
+    /// address twice, TLS names and CA file usable, health-check path valid)
+    /// and builds a pooled client per address.
+    ///
+    /// With `health_check` set it must be called inside a tokio runtime: it
+    /// starts the checker task, which stops when the last clone of the pool is
+    /// dropped.
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        options: UpstreamOptions,
+    ) -> Result<Self, InvalidUpstream> {
+        let name = name.into();
+        let invalid = |reason: String| InvalidUpstream {
+            name: name.to_string(),
+            reason,
+        };
+        validate(&options).map_err(invalid)?;
+        let tls = match options.protocol {
+            Protocol::Https => Some(Arc::new(TlsSetup {
+                connector: TlsConnector::from(
+                    tls::client_config(&name, &options.tls).map_err(invalid)?,
+                ),
+                sni: match &options.tls.sni {
+                    Some(sni) => Some(tls::server_name(sni).map_err(invalid)?),
+                    None => None,
+                },
+            })),
+            _ => None,
+        };
+        let health = match &options.health_check {
+            Some(check) => {
+                let path = PathAndQuery::try_from(check.path.as_str())
+                    .ok()
+                    .filter(|p| p.path().starts_with('/'))
+                    .ok_or_else(|| {
+                        invalid(format!("health_check.path: {:?} is not a path", check.path))
+                    })?;
+                let runtime = tokio::runtime::Handle::try_current()
+                    .map_err(|_| invalid("health_check needs a tokio runtime to run in".into()))?;
+                Some((check.clone(), path, runtime))
+            }
+            None => None,
+        };
+
+        let epoch = Instant::now();
+        let endpoints: Arc<[Endpoint]> = options
+            .addresses
+            .iter()
+            .map(|&(address, weight)| {
+                let connector = Connector::new(address, options.connect_timeout, tls.clone());
+                Endpoint::new(address, weight, epoch, client::build(&options, connector))
+            })
+            .collect();
+        let scheme = match options.protocol {
+            Protocol::Https => Scheme::HTTPS,
+            _ => Scheme::HTTP,
+        };
+        let checker = health.map(|(check, path, runtime)| {
+            Checker {
+                name: name.clone(),
+                endpoints: endpoints.clone(),
+                scheme: scheme.clone(),
+                path,
+                check,
+            }
+            .spawn(&runtime)
+        });
+        Ok(Self {
+            inner: Arc::new(Inner {
+                balancer: Balancer::new(&options.balance, &endpoints),
+                name,
+                endpoints,
+                scheme,
+                host_authority: options.protocol != Protocol::Http1,
+                version: match options.protocol {
+                    Protocol::Http2 => Version::HTTP_2,
+                    _ => Version::HTTP_11,
+                },
+                request_timeout: options.request_timeout,
+                retries: options.retries,
+                passive: options.passive.as_ref().map(PassivePolicy::from),
+                checker,
+            }),
+        })
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Sends `request` to an address chosen by the balancer, retrying as the
+    /// module documentation says, and returns the response (its body streams)
+    /// with the address that answered.
+    ///
+    /// The request is prepared by the caller: its Host header is kept as is.
+    /// Its URI may be origin-form or absolute: only its path and query are
+    /// used (`/` when it has none); the authority sent is the address for
+    /// `http1`, the Host header for `http2` and `https` (HTTP/2's
+    /// `:authority`). Its version is set to what the pool speaks (HTTP/1.1,
+    /// or HTTP/2 for `http2`; ALPN decides for `https`).
+    pub async fn send(
+        &self,
+        request: Request<Body>,
+    ) -> Result<(Response<Incoming>, SocketAddr), UpstreamError> {
+        let inner = &*self.inner;
+        let deadline = tokio::time::Instant::now() + inner.request_timeout;
+        let key = inner.balancer.key(&request);
+        let replay = if inner.retries > 0 {
+            Replay::capture(&request)
+        } else {
+            None
+        };
+        let mut index = inner.select(key, &[]);
+        let mut request = request;
+        // Allocated only when a retry happens.
+        let mut tried: Vec<usize> = Vec::new();
+        loop {
+            let failure = match inner.attempt(index, request, deadline).await {
+                Ok(response) => return Ok((response, inner.endpoints[index].address())),
+                Err(failure) => failure,
+            };
+            let source = match failure {
+                Failure::TimedOut => {
+                    return Err(UpstreamError::TimedOut {
+                        name: inner.name.to_string(),
+                    });
+                }
+                Failure::Final(source) => return Err(inner.unavailable(source)),
+                Failure::BeforeResponse(source) => source,
+            };
+            let Some(replay) = replay
+                .as_ref()
+                .filter(|_| tried.len() < inner.retries as usize)
+            else {
+                return Err(inner.unavailable(source));
+            };
+            tracing::debug!(
+                upstream = &*inner.name,
+                address = %inner.endpoints[index].address(),
+                error = %source,
+                "retrying on another address"
+            );
+            tried.push(index);
+            index = inner.select(key, &tried);
+            request = replay.rebuild();
+        }
+    }
+
+    /// Counters per address, in configuration order, for metrics.
+    pub fn stats(&self) -> Vec<EndpointStats> {
+        self.inner.endpoints.iter().map(Endpoint::stats).collect()
+    }
+}
+
+impl fmt::Debug for UpstreamPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamPool")
+            .field("name", &self.inner.name)
+            .field(
+                "addresses",
+                &self
+                    .inner
+                    .endpoints
+                    .iter()
+                    .map(Endpoint::address)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+// === impl Inner ===
+
+impl Inner {
+    /// The address for the next attempt: an available one not tried yet, else
+    /// (cold) see [`Inner::select_degraded`].
+    #[inline]
+    fn select(&self, key: Option<u64>, tried: &[usize]) -> usize {
+        let endpoints = &*self.endpoints;
+        let chosen = self.balancer.choose(endpoints, key, |i| {
+            endpoints[i].is_available() && !tried.contains(&i)
+        });
+        match chosen {
+            Some(index) => index,
+            None => self.select_degraded(key, tried),
+        }
+    }
+
+    /// No available address is left untried: an available one again, else
+    /// fail open to the address whose last failure is the oldest (untried
+    /// first), rather than refuse.
+    #[cold]
+    #[inline(never)]
+    fn select_degraded(&self, key: Option<u64>, tried: &[usize]) -> usize {
+        let endpoints = &*self.endpoints;
+        if !tried.is_empty()
+            && let Some(index) = self
+                .balancer
+                .choose(endpoints, key, |i| endpoints[i].is_available())
+        {
+            return index;
+        }
+        endpoints
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.weight() > 0)
+            .min_by_key(|&(i, e)| (tried.contains(&i), e.last_failure()))
+            .map_or(0, |(i, _)| i)
+    }
+
+    /// One attempt on one address, until the response head or `deadline`.
+    async fn attempt(
+        &self,
+        index: usize,
+        mut request: Request<Body>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Response<Incoming>, Failure> {
+        let endpoint = &self.endpoints[index];
+        let authority = match self.host_authority {
+            true => host_authority(&request).unwrap_or_else(|| endpoint.authority().clone()),
+            // HTTP/1 sends origin-form: the authority is only the pool key.
+            false => endpoint.authority().clone(),
+        };
+        let uri = std::mem::take(request.uri_mut());
+        *request.uri_mut() = self.target(authority, uri).map_err(Failure::Final)?;
+        *request.version_mut() = self.version;
+        let _in_flight = endpoint.begin();
+        match tokio::time::timeout_at(deadline, endpoint.client().request(request)).await {
+            Ok(Ok(response)) => {
+                endpoint.record_success();
+                Ok(response)
+            }
+            Ok(Err(error)) => {
+                endpoint.record_failure(self.passive);
+                Err(Failure::from_client(error))
+            }
+            Err(_elapsed) => {
+                endpoint.record_failure(self.passive);
+                Err(Failure::TimedOut)
+            }
+        }
+    }
+
+    /// `{scheme}://{authority}{path_and_query}`, reusing the URI's parts.
+    fn target(&self, authority: Authority, uri: Uri) -> Result<Uri, scalws_core::BoxError> {
+        let mut parts = uri.into_parts();
+        parts.scheme = Some(self.scheme.clone());
+        parts.authority = Some(authority);
+        if parts.path_and_query.is_none() {
+            parts.path_and_query = Some(PathAndQuery::from_static("/"));
+        }
+        Ok(Uri::from_parts(parts)?)
+    }
+
+    #[cold]
+    fn unavailable(&self, source: scalws_core::BoxError) -> UpstreamError {
+        UpstreamError::Unavailable {
+            name: self.name.to_string(),
+            source: Some(source),
+        }
+    }
+}
+
+/// The request's Host as a URI authority, when it is a valid one.
+fn host_authority(request: &Request<Body>) -> Option<Authority> {
+    let host = request.headers().get(header::HOST)?.as_bytes();
+    Authority::try_from(host)
+        .ok()
+        .filter(|authority| !authority.as_str().contains('@'))
+}
+
+fn validate(options: &UpstreamOptions) -> Result<(), String> {
+    if options.addresses.is_empty() {
+        return Err("addresses: at least one address is needed".into());
+    }
+    if options.addresses.iter().all(|&(_, weight)| weight == 0) {
+        return Err("addresses: every weight is 0, so no address can be chosen".into());
+    }
+    let mut seen = HashSet::with_capacity(options.addresses.len());
+    for &(address, _) in &options.addresses {
+        if !seen.insert(address) {
+            return Err(format!("addresses: {address} is listed twice"));
+        }
+    }
+    let positive = [
+        ("connect_timeout", options.connect_timeout),
+        ("request_timeout", options.request_timeout),
+    ];
+    let checks = options.health_check.iter().flat_map(|c| {
+        [
+            ("health_check.interval", c.interval),
+            ("health_check.timeout", c.timeout),
+        ]
+    });
+    for (key, value) in positive.into_iter().chain(checks) {
+        if value.is_zero() {
+            return Err(format!("{key}: must be more than 0"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,713 @@
+//! Upstream pools against real upstream servers on 127.0.0.1: balancing,
+//! health, retries, timeouts, upstream faults, HTTP/2 multiplexing.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use http::{Request, Response, StatusCode, Version, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use scalws_core::{Body, ConnInfo, Scheme};
+use scalws_proxy::upstream::{
+    Balance, EndpointState, HealthCheck, Passive, Protocol, UpstreamError, UpstreamOptions,
+    UpstreamPool,
+};
+use test_support::upstream::{Upstream, ok, refused_addr};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+// === helpers ===
+
+fn nz(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap()
+}
+
+fn options(addresses: &[SocketAddr]) -> UpstreamOptions {
+    weighted(&addresses.iter().map(|&a| (a, 1)).collect::<Vec<_>>())
+}
+
+fn weighted(addresses: &[(SocketAddr, u32)]) -> UpstreamOptions {
+    UpstreamOptions {
+        addresses: addresses.to_vec(),
+        ..UpstreamOptions::default()
+    }
+}
+
+fn get(path: &str) -> Request<Body> {
+    Request::get(path)
+        .header(header::HOST, "app.test")
+        .body(Body::empty())
+        .unwrap()
+}
+
+fn from_peer(ip: &str) -> Request<Body> {
+    let mut request = get("/");
+    request.extensions_mut().insert(ConnInfo::new(
+        "http".into(),
+        Scheme::Http,
+        SocketAddr::new(ip.parse().unwrap(), 40000),
+        "127.0.0.1:80".parse().unwrap(),
+        None,
+    ));
+    request
+}
+
+fn with_user(user: &str) -> Request<Body> {
+    let mut request = get("/");
+    request
+        .headers_mut()
+        .insert("x-user", user.parse().unwrap());
+    request
+}
+
+async fn text(response: Response<Incoming>) -> String {
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Sends and returns the address that answered, reading the body.
+async fn answered(pool: &UpstreamPool, request: Request<Body>) -> SocketAddr {
+    let (response, address) = pool.send(request).await.expect("request succeeds");
+    assert_eq!(response.status(), StatusCode::OK);
+    text(response).await;
+    address
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A raw TCP server: for the n-th request head on a connection, `answer(n)`
+/// gives the bytes to write, or `None` to close the connection. Counts
+/// connections and request heads read.
+async fn raw_server(
+    answer: impl Fn(usize) -> Option<Vec<u8>> + Send + Sync + 'static,
+) -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let answer = Arc::new(answer);
+    let (c, r) = (connections.clone(), requests.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            c.fetch_add(1, SeqCst);
+            let (answer, requests) = (answer.clone(), r.clone());
+            tokio::spawn(async move {
+                for n in 0.. {
+                    if !read_head(&mut stream).await {
+                        return;
+                    }
+                    requests.fetch_add(1, SeqCst);
+                    match answer(n) {
+                        Some(bytes) => {
+                            if stream.write_all(&bytes).await.is_err() {
+                                return;
+                            }
+                        }
+                        None => return,
+                    }
+                }
+            });
+        }
+    });
+    (addr, connections, requests)
+}
+
+async fn read_head(stream: &mut TcpStream) -> bool {
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+        }
+        if head.windows(4).any(|w| w == b"\r\n\r\n") {
+            return true;
+        }
+    }
+}
+
+// === building ===
+
+#[test]
+fn invalid_options_say_what_is_wrong() {
+    let error = UpstreamPool::new("api", UpstreamOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"upstream "api": addresses: at least one address is needed"#
+    );
+    let a: SocketAddr = "127.0.0.1:9001".parse().unwrap();
+    let b: SocketAddr = "127.0.0.1:9002".parse().unwrap();
+    let error = UpstreamPool::new("api", weighted(&[(a, 0), (b, 0)])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"upstream "api": addresses: every weight is 0, so no address can be chosen"#
+    );
+    let error = UpstreamPool::new("api", options(&[a, a])).unwrap_err();
+    assert_eq!(error.reason, "addresses: 127.0.0.1:9001 is listed twice");
+    // Active checks need a runtime to run in; this test has none.
+    let error = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            health_check: Some(HealthCheck::default()),
+            ..options(&[a])
+        },
+    )
+    .unwrap_err();
+    assert_eq!(error.reason, "health_check needs a tokio runtime to run in");
+}
+
+#[tokio::test]
+async fn send_future_is_send_and_pool_is_shareable() {
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_sync<T: Send + Sync + Clone>(_: &T) {}
+    let pool = UpstreamPool::new("api", options(&[refused_addr()])).unwrap();
+    assert_sync(&pool);
+    assert_send(&pool.send(get("/")));
+    assert_eq!(pool.name(), "api");
+}
+
+// === balancing ===
+
+#[tokio::test]
+async fn round_robin_alternates() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let pool = UpstreamPool::new("api", options(&[a.addr, b.addr])).unwrap();
+    let mut order = Vec::new();
+    for _ in 0..6 {
+        let (response, _) = pool.send(get("/")).await.unwrap();
+        order.push(text(response).await);
+    }
+    let first = order[0].clone();
+    let second = if first == "a" { "b" } else { "a" };
+    for (i, name) in order.iter().enumerate() {
+        assert_eq!(name, if i % 2 == 0 { &first } else { second }, "{order:?}");
+    }
+}
+
+#[tokio::test]
+async fn weights_are_honoured_within_five_percent() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let pool = UpstreamPool::new("api", weighted(&[(a.addr, 3), (b.addr, 1)])).unwrap();
+    let mut to_a = 0;
+    for _ in 0..1000 {
+        if answered(&pool, get("/")).await == a.addr {
+            to_a += 1;
+        }
+    }
+    assert!((700..=800).contains(&to_a), "{to_a} of 1000 to weight 3");
+}
+
+#[tokio::test]
+async fn weight_zero_is_never_chosen() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let zero = Upstream::named("zero").await;
+    for balance in [
+        Balance::RoundRobin,
+        Balance::LeastRequests,
+        Balance::RandomTwo,
+        Balance::IpHash,
+        Balance::HeaderHash(header::HeaderName::from_static("x-user")),
+    ] {
+        let pool = UpstreamPool::new(
+            "api",
+            UpstreamOptions {
+                balance: balance.clone(),
+                ..weighted(&[(a.addr, 1), (zero.addr, 0), (b.addr, 1)])
+            },
+        )
+        .unwrap();
+        for i in 0..30 {
+            answered(&pool, from_peer(&format!("10.0.0.{i}"))).await;
+            answered(&pool, with_user(&format!("user{i}"))).await;
+        }
+        assert_eq!(zero.hits(), 0, "{balance:?}");
+    }
+    assert!(a.hits() > 0 && b.hits() > 0);
+}
+
+#[tokio::test]
+async fn least_requests_prefers_the_idle_address() {
+    let (release, released) = tokio::sync::watch::channel(false);
+    let handler = |name: &'static str, released: tokio::sync::watch::Receiver<bool>| {
+        move |request: Request<Incoming>| {
+            let mut released = released.clone();
+            async move {
+                if request.uri().path() == "/slow" {
+                    let _ = released.wait_for(|r| *r).await;
+                }
+                ok(name)
+            }
+        }
+    };
+    let a = Upstream::start(handler("a", released.clone())).await;
+    let b = Upstream::start(handler("b", released)).await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            balance: Balance::LeastRequests,
+            ..options(&[a.addr, b.addr])
+        },
+    )
+    .unwrap();
+    let slow = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.send(get("/slow")).await.map(|(_, address)| address) }
+    });
+    wait_until("the slow request", || a.hits() + b.hits() == 1).await;
+    let busy = if a.hits() == 1 { a.addr } else { b.addr };
+    let stats = pool.stats();
+    let busy_stats = stats.iter().find(|s| s.address == busy).unwrap();
+    assert_eq!(busy_stats.in_flight, 1);
+    for _ in 0..6 {
+        assert_ne!(answered(&pool, get("/")).await, busy);
+    }
+    release.send(true).unwrap();
+    assert_eq!(slow.await.unwrap().unwrap(), busy);
+    assert!(pool.stats().iter().all(|s| s.in_flight == 0));
+}
+
+#[tokio::test]
+async fn ip_hash_is_sticky_per_client_and_spreads_clients() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            balance: Balance::IpHash,
+            ..options(&[a.addr, b.addr])
+        },
+    )
+    .unwrap();
+    let mut per_address: HashMap<SocketAddr, usize> = HashMap::new();
+    for i in 1..=40 {
+        let ip = format!("10.0.0.{i}");
+        let first = answered(&pool, from_peer(&ip)).await;
+        for _ in 0..3 {
+            assert_eq!(answered(&pool, from_peer(&ip)).await, first, "{ip} moved");
+        }
+        *per_address.entry(first).or_default() += 1;
+    }
+    assert_eq!(per_address.len(), 2, "{per_address:?}");
+    assert!(per_address.values().all(|&n| n >= 8), "{per_address:?}");
+}
+
+#[tokio::test]
+async fn header_hash_is_sticky_per_value_and_round_robin_without_it() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            balance: Balance::HeaderHash(header::HeaderName::from_static("x-user")),
+            ..options(&[a.addr, b.addr])
+        },
+    )
+    .unwrap();
+    let mut per_address: HashMap<SocketAddr, usize> = HashMap::new();
+    for i in 0..40 {
+        let user = format!("user-{i}");
+        let first = answered(&pool, with_user(&user)).await;
+        for _ in 0..3 {
+            assert_eq!(
+                answered(&pool, with_user(&user)).await,
+                first,
+                "{user} moved"
+            );
+        }
+        *per_address.entry(first).or_default() += 1;
+    }
+    assert_eq!(per_address.len(), 2, "{per_address:?}");
+    let one = answered(&pool, get("/")).await;
+    let two = answered(&pool, get("/")).await;
+    assert_ne!(one, two, "no header: round robin");
+}
+
+#[tokio::test]
+async fn only_the_keys_of_a_failed_address_move() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let mut c = Upstream::named("c").await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            balance: Balance::IpHash,
+            passive: Some(Passive {
+                failures: nz(1),
+                cooldown: Duration::from_secs(30),
+            }),
+            ..options(&[a.addr, b.addr, c.addr])
+        },
+    )
+    .unwrap();
+    let ips: Vec<String> = (1..=60).map(|i| format!("10.1.0.{i}")).collect();
+    let mut before = Vec::new();
+    for ip in &ips {
+        before.push(answered(&pool, from_peer(ip)).await);
+    }
+    assert!(before.contains(&c.addr));
+    c.stop().await;
+    for (ip, was) in ips.iter().zip(&before) {
+        // Keys of c fail over (retry) and then stay off it; the others stay put.
+        let now = answered(&pool, from_peer(ip)).await;
+        if *was == c.addr {
+            assert_ne!(now, c.addr);
+        } else {
+            assert_eq!(now, *was, "{ip} moved");
+        }
+    }
+}
+
+// === health ===
+
+#[tokio::test]
+async fn dead_upstream_is_ejected_and_health_checks_bring_it_back() {
+    let mut a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            retries: 1,
+            passive: Some(Passive {
+                failures: nz(2),
+                cooldown: Duration::from_secs(30),
+            }),
+            health_check: Some(HealthCheck {
+                path: "/healthz".into(),
+                interval: Duration::from_millis(100),
+                timeout: Duration::from_millis(200),
+                // Only passive ejection acts while it is stopped.
+                unhealthy_after: nz(1000),
+                healthy_after: nz(1),
+            }),
+            ..options(&[a.addr, b.addr])
+        },
+    )
+    .unwrap();
+    for _ in 0..4 {
+        answered(&pool, get("/")).await;
+    }
+    let a_addr = a.addr;
+    a.stop().await;
+    for _ in 0..20 {
+        // No request fails: the failing GETs are retried on b.
+        assert_eq!(answered(&pool, get("/")).await, b.addr);
+    }
+    let stats = pool.stats();
+    assert_eq!(stats[0].address, a_addr);
+    assert_eq!(stats[0].failures, 2, "a is not tried once ejected");
+    assert_eq!(stats[0].state, EndpointState::Ejected);
+    assert_eq!(
+        (stats[1].failures, stats[1].state),
+        (0, EndpointState::Healthy)
+    );
+
+    let back = Upstream::start_on(a_addr, |_request| async { ok("a") }).await;
+    wait_until("a healthy again", || {
+        pool.stats()[0].state == EndpointState::Healthy
+    })
+    .await;
+    let hits_before = back.hits();
+    for _ in 0..10 {
+        answered(&pool, get("/")).await;
+    }
+    assert!(back.hits() - hits_before >= 4, "a is back in rotation");
+}
+
+#[tokio::test]
+async fn active_checks_take_an_address_down() {
+    let good = Upstream::named("good").await;
+    let dead = refused_addr();
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            retries: 0,
+            passive: None,
+            health_check: Some(HealthCheck {
+                interval: Duration::from_millis(50),
+                timeout: Duration::from_millis(200),
+                unhealthy_after: nz(1),
+                ..HealthCheck::default()
+            }),
+            ..options(&[dead, good.addr])
+        },
+    )
+    .unwrap();
+    wait_until("dead down", || pool.stats()[0].state == EndpointState::Down).await;
+    for _ in 0..10 {
+        assert_eq!(answered(&pool, get("/")).await, good.addr);
+    }
+    let stats = pool.stats();
+    assert_eq!(stats[0].failures, 0, "no request went to the down address");
+    assert_eq!(stats[1].state, EndpointState::Healthy);
+    assert_eq!(stats[1].weight, 1);
+}
+
+#[tokio::test]
+async fn passive_failures_show_in_stats() {
+    let good = Upstream::named("good").await;
+    let dead = refused_addr();
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            retries: 0,
+            passive: Some(Passive {
+                failures: nz(1),
+                cooldown: Duration::from_secs(30),
+            }),
+            ..options(&[dead, good.addr])
+        },
+    )
+    .unwrap();
+    let mut failed = 0;
+    for _ in 0..6 {
+        if pool.send(get("/")).await.is_err() {
+            failed += 1;
+        }
+    }
+    assert_eq!(failed, 1, "one failure, then the address is ejected");
+    let stats = pool.stats();
+    assert_eq!(
+        (stats[0].failures, stats[0].state),
+        (1, EndpointState::Ejected)
+    );
+    assert_eq!(
+        (stats[1].failures, stats[1].state),
+        (0, EndpointState::Healthy)
+    );
+}
+
+#[tokio::test]
+async fn all_down_is_502_quickly() {
+    let pool = UpstreamPool::new("api", options(&[refused_addr(), refused_addr()])).unwrap();
+    for _ in 0..3 {
+        // Failing open to an unavailable address still fails fast.
+        let start = Instant::now();
+        let error = pool.send(get("/")).await.unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert!(matches!(error, UpstreamError::Unavailable { .. }));
+        assert_eq!(error.status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(error.to_string(), r#"upstream "api": unavailable"#);
+    }
+}
+
+// === timeouts and retries ===
+
+#[tokio::test]
+async fn slow_upstream_times_out_at_request_timeout() {
+    let slow = Upstream::start(|_request| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        ok("late")
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            request_timeout: Duration::from_millis(300),
+            ..options(&[slow.addr])
+        },
+    )
+    .unwrap();
+    let start = Instant::now();
+    let error = pool.send(get("/")).await.unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(600),
+        "{elapsed:?}"
+    );
+    assert!(matches!(error, UpstreamError::TimedOut { .. }));
+    assert_eq!(error.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(slow.hits(), 1, "a timeout is not retried");
+    assert_eq!(pool.stats()[0].failures, 1);
+}
+
+#[tokio::test]
+async fn refused_get_is_retried_elsewhere_post_is_not() {
+    let good = Upstream::named("good").await;
+    let dead = refused_addr();
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            passive: None,
+            ..options(&[dead, good.addr])
+        },
+    )
+    .unwrap();
+    for _ in 0..4 {
+        assert_eq!(answered(&pool, get("/")).await, good.addr);
+    }
+    let hits = good.hits();
+    let mut outcomes = Vec::new();
+    for _ in 0..2 {
+        let post = Request::post("/")
+            .header(header::HOST, "app.test")
+            .body(Body::full("x"))
+            .unwrap();
+        outcomes.push(pool.send(post).await.map(|(_, address)| address));
+    }
+    // Round robin: one POST goes to each address, the refused one fails.
+    let failures: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(failures.len(), 1, "{outcomes:?}");
+    assert!(matches!(failures[0], UpstreamError::Unavailable { .. }));
+    assert_eq!(good.hits(), hits + 1);
+}
+
+// === upstream faults ===
+
+#[tokio::test]
+async fn garbage_response_is_unavailable_and_not_retried() {
+    let (addr, connections, _) = raw_server(|_| Some(b"NOT HTTP\r\n\r\n".to_vec())).await;
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    let error = pool.send(get("/")).await.unwrap_err();
+    assert!(matches!(
+        error,
+        UpstreamError::Unavailable {
+            source: Some(_),
+            ..
+        }
+    ));
+    assert_eq!(error.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(connections.load(SeqCst), 1);
+}
+
+#[tokio::test]
+async fn oversized_response_head_is_unavailable_and_connection_not_reused() {
+    let mut head = b"HTTP/1.1 200 OK\r\nx-big: ".to_vec();
+    head.extend(std::iter::repeat_n(b'a', 100 * 1024));
+    head.extend_from_slice(b"\r\ncontent-length: 0\r\n\r\n");
+    let (addr, connections, _) = raw_server(move |_| Some(head.clone())).await;
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    for expected_connections in 1..=2 {
+        let Err(error) = pool.send(get("/")).await else {
+            panic!("a 100 KiB response head was accepted");
+        };
+        assert!(matches!(error, UpstreamError::Unavailable { .. }));
+        assert_eq!(connections.load(SeqCst), expected_connections);
+    }
+}
+
+#[tokio::test]
+async fn large_but_allowed_response_head_passes() {
+    let mut head = b"HTTP/1.1 200 OK\r\nx-big: ".to_vec();
+    head.extend(std::iter::repeat_n(b'a', 24 * 1024));
+    head.extend_from_slice(b"\r\ncontent-length: 2\r\n\r\nok");
+    let (addr, _, _) = raw_server(move |_| Some(head.clone())).await;
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    let (response, _) = pool.send(get("/")).await.expect("a 24 KiB head passes");
+    assert_eq!(response.headers()["x-big"].len(), 24 * 1024);
+    assert_eq!(text(response).await, "ok");
+}
+
+#[tokio::test]
+async fn keep_alive_connection_closed_by_upstream_is_retried() {
+    let answer = |n: usize| {
+        (n == 0).then(|| {
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok".to_vec()
+        })
+    };
+    // Answers the first request of a connection; reads the second and closes.
+    let (addr, connections, requests) = raw_server(answer).await;
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    answered(&pool, get("/one")).await;
+    // Let the connection go back to the pool.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (response, _) = pool
+        .send(get("/two"))
+        .await
+        .expect("retried on a new connection");
+    assert_eq!(text(response).await, "ok");
+    assert_eq!(connections.load(SeqCst), 2);
+    assert_eq!(requests.load(SeqCst), 3, "the second request went twice");
+}
+
+// === HTTP/2 ===
+
+#[tokio::test]
+async fn http2_multiplexes_on_one_connection() {
+    let upstream = Upstream::start(|request: Request<Incoming>| async move {
+        assert_eq!(request.version(), Version::HTTP_2);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ok("h2")
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            protocol: Protocol::Http2,
+            ..options(&[upstream.addr])
+        },
+    )
+    .unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        let pool = pool.clone();
+        tasks.spawn(async move {
+            let (response, _) = pool.send(get("/")).await.unwrap();
+            assert_eq!(response.version(), Version::HTTP_2);
+            text(response).await
+        });
+    }
+    while let Some(body) = tasks.join_next().await {
+        assert_eq!(body.unwrap(), "h2");
+    }
+    assert_eq!(upstream.hits(), 100);
+    assert_eq!(upstream.connections(), 1);
+}
+
+#[tokio::test]
+async fn http2_authority_is_the_host_not_the_address() {
+    let upstream = Upstream::start(|request: Request<Incoming>| async move {
+        let authority = request.uri().authority().map(|a| a.to_string());
+        let host = request.headers()[header::HOST].to_str().unwrap().to_owned();
+        ok(format!("{} {host}", authority.unwrap_or_default()))
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            protocol: Protocol::Http2,
+            ..options(&[upstream.addr])
+        },
+    )
+    .unwrap();
+    for host in ["app.test", "other.test:8080", "app.test"] {
+        let mut request = get("/");
+        request
+            .headers_mut()
+            .insert(header::HOST, host.parse().unwrap());
+        let (response, _) = pool.send(request).await.unwrap();
+        assert_eq!(text(response).await, format!("{host} {host}"));
+    }
+    // One connection per address and host.
+    assert_eq!(upstream.connections(), 2);
+}
+
+#[tokio::test]
+async fn host_header_is_kept_and_uri_is_origin_form() {
+    let upstream = Upstream::start(|request: Request<Incoming>| async move {
+        let host = request.headers()[header::HOST].to_str().unwrap().to_owned();
+        ok(format!("{host} {}", request.uri()))
+    })
+    .await;
+    let pool = UpstreamPool::new("api", options(&[upstream.addr])).unwrap();
+    let mut request = get("/x?y=1");
+    *request.uri_mut() = "http://elsewhere.test/x?y=1".parse().unwrap();
+    let (response, _) = pool.send(request).await.unwrap();
+    assert_eq!(text(response).await, "app.test /x?y=1");
+}
