@@ -486,3 +486,70 @@ async fn an_upstream_that_answers_200_to_an_upgrade_does_not_become_a_tunnel() {
         "{replies}"
     );
 }
+
+#[tokio::test]
+async fn a_dead_address_is_retried_then_ejected_with_health_settings_from_yaml() {
+    let alive = Upstream::named("alive").await;
+    let dead = refused_addr();
+    let yaml = format!(
+        r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  app:
+    addresses: ["{dead}", "{alive}"]
+    retries: 1
+    connect_timeout: 500ms
+    passive: {{ failures: 1, cooldown: 30s }}
+    health_check: {{ path: /healthz, interval: 100ms, timeout: 200ms, unhealthy_after: 1, healthy_after: 1 }}
+applications:
+  - {{ name: a, domains: ["*"], routes: [{{ path: /, proxy: app }}] }}
+"#,
+        alive = alive.addr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(&yaml, dir.path());
+    let client = TestClient::new(Proto::Http1);
+    for _ in 0..20 {
+        let reply = client.get(running.addr("http"), "x", "/").await;
+        assert_eq!((reply.status, reply.text()), (200, "alive"));
+    }
+    // Health checks run too: the live address has been probed.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        alive.hits() > 20,
+        "{} requests reached the live upstream",
+        alive.hits()
+    );
+}
+
+#[test]
+fn https_upstream_settings_are_checked_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = |ca: &str| {
+        format!(
+            "listeners: [{{ name: http, address: \"127.0.0.1:0\" }}]\nupstreams:\n  secure:\n    addresses: [\"127.0.0.1:9443\"]\n    protocol: https\n    tls: {{ sni: api.internal, ca: {ca} }}\napplications:\n  - {{ name: a, domains: [\"*\"], routes: [{{ path: /, proxy: secure }}] }}\n"
+        )
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let errors = runtime
+        .block_on(async { scalwsd::config::load("up.yaml", &yaml("missing.pem"), dir.path()) })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.starts_with("up.yaml:6:35: upstreams.secure.tls.ca: cannot read "),
+        "{errors}"
+    );
+    assert!(
+        errors.ends_with("missing.pem: No such file or directory (os error 2)"),
+        "{errors}"
+    );
+
+    let cert = rcgen::generate_simple_self_signed(vec!["api.internal".to_owned()]).unwrap();
+    std::fs::write(dir.path().join("ca.pem"), cert.cert.pem()).unwrap();
+    runtime
+        .block_on(async { scalwsd::config::load("up.yaml", &yaml("ca.pem"), dir.path()) })
+        .unwrap();
+}
