@@ -15,8 +15,8 @@ fn embedded_default_is_valid() {
     assert_eq!(config.listeners[0].address.to_string(), "127.0.0.1:8080");
 }
 
-#[test]
-fn example_configs_are_valid() {
+#[tokio::test]
+async fn example_configs_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/configs");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
