@@ -48,10 +48,7 @@ fn gateway() -> Result<Gateway, Box<dyn std::error::Error>> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let listeners = [ListenerSpec {
-        name: "main".into(),
-        address: "127.0.0.1:8081".parse()?,
-    }];
+    let listeners = [ListenerSpec::http("main", "127.0.0.1:8081".parse()?)];
     let server = Server::bind(&listeners, Limits::default())?;
     for (name, address) in server.local_addrs() {
         println!("{name}: listening on http://{address}");
@@ -72,10 +69,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_embedded_gateway_answers_over_a_real_socket() {
-        let listeners = [ListenerSpec {
-            name: "main".into(),
-            address: "127.0.0.1:0".parse().unwrap(),
-        }];
+        let listeners = [ListenerSpec::http("main", "127.0.0.1:0".parse().unwrap())];
         let server = Server::bind(&listeners, Limits::default()).unwrap();
         let addr = server.local_addrs()[0].1;
         tokio::spawn(server.serve(gateway().unwrap(), std::future::pending()));

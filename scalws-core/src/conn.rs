@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::tls::TlsCertificates;
+
 /// The scheme a listener serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scheme {
@@ -30,13 +32,14 @@ pub struct ConnInfo {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Inner {
     listener: Arc<str>,
     scheme: Scheme,
     peer: SocketAddr,
     local: SocketAddr,
     sni: Option<Arc<str>>,
+    tls: Option<TlsCertificates>,
 }
 
 impl ConnInfo {
@@ -55,8 +58,25 @@ impl ConnInfo {
                 peer,
                 local,
                 sni,
+                tls: None,
             }),
         }
+    }
+
+    /// Notes the certificates the connection's TLS handshake chose from.
+    pub fn with_tls(mut self, certificates: TlsCertificates) -> Self {
+        Arc::make_mut(&mut self.inner).tls = Some(certificates);
+        self
+    }
+
+    /// The connection after its TLS handshake: scheme https, the server name
+    /// the client sent, the certificates chosen from. No allocation while
+    /// this is the only handle.
+    pub(crate) fn secure(&mut self, sni: Option<Arc<str>>, certificates: TlsCertificates) {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.scheme = Scheme::Https;
+        inner.sni = sni;
+        inner.tls = Some(certificates);
     }
 
     /// The name of the listener that accepted the connection.
@@ -82,5 +102,12 @@ impl ConnInfo {
     /// The TLS server name the client asked for, if any.
     pub fn sni(&self) -> Option<&str> {
         self.inner.sni.as_deref()
+    }
+
+    /// The certificates of the TLS listener the connection came on, if any:
+    /// `conn.tls().map(|tls| tls.covers(conn.sni(), host))` tells whether the
+    /// certificate the client got is valid for `host`.
+    pub fn tls(&self) -> Option<&TlsCertificates> {
+        self.inner.tls.as_ref()
     }
 }

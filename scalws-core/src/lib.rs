@@ -7,10 +7,14 @@
 //! - [`error`]: the error type at service boundaries, and the one function that
 //!   turns a failure into a short plain-text response.
 //! - [`server`]: binds listeners and serves any `tower::Service<Request<Body>>`
-//!   over HTTP/1.1 and HTTP/2 (h2c by prior knowledge), enforcing [`Limits`]:
+//!   over HTTP/1.1 and HTTP/2 (h2c by prior knowledge, or over TLS by ALPN)
+//!   and HTTP/3 (QUIC), enforcing [`Limits`]:
 //!   head size and count (431), request body size (413), header read and
 //!   keep-alive timeouts, connection count, HTTP/2 streams; a panicking request
 //!   gets 500; shutdown drains.
+//!
+//! - [`tls`]: listener certificates loaded from PEM files, chosen by SNI,
+//!   reloadable in place.
 //!
 //! Core knows nothing of routing, caching or proxying.
 //!
@@ -23,7 +27,7 @@
 //! let hello = tower::service_fn(|_req: Request<Body>| async {
 //!     Ok::<_, Infallible>(Response::new(Body::from("hello\n")))
 //! });
-//! let listeners = [ListenerSpec { name: "http".into(), address: "127.0.0.1:8080".parse()? }];
+//! let listeners = [ListenerSpec::http("http", "127.0.0.1:8080".parse()?)];
 //! let server = Server::bind(&listeners, Limits::default())?;
 //! server.serve(hello, async { let _ = tokio::signal::ctrl_c().await; }).await;
 //! # Ok(()) }
@@ -34,8 +38,9 @@ mod body;
 mod conn;
 pub mod error;
 pub mod server;
+pub mod tls;
 
 pub use body::Body;
 pub use conn::{ConnInfo, Scheme};
 pub use error::BoxError;
-pub use server::{BindFailed, Limits, ListenerSpec, Server};
+pub use server::{BindFailed, Limits, ListenerProtocol, ListenerSpec, Server};

@@ -50,10 +50,7 @@ struct Running {
 }
 
 fn start(limits: Limits) -> Running {
-    let spec = ListenerSpec {
-        name: "edge".into(),
-        address: "127.0.0.1:0".parse().unwrap(),
-    };
+    let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
     let server = Server::bind(&[spec], limits).unwrap();
     let addr = server.local_addrs()[0].1;
     let (stop, stopped) = oneshot::channel::<()>();

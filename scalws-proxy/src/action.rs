@@ -1,8 +1,10 @@
 //! What a route leads to: the closed set of actions, dispatched statically,
-//! and the route's own policy (a timeout).
+//! and the route's own policies around it, in this order: `rewrite`, then
+//! `request_headers`, the action under its `timeout`, then `response_headers`.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -10,8 +12,9 @@ use http::request::Parts;
 use http::{Request, Response, StatusCode};
 use scalws_core::Body;
 use scalws_core::error::error_response;
-use scalws_router::normalize_path;
+use scalws_router::{InvalidRoute, PathMatch, normalize_path};
 
+use crate::policy::{HeaderModifier, Redirect, Rewrite, matched_prefix};
 use crate::{Backends, Proxy, Respond, StaticFiles};
 
 /// The action of a route. A closed set, so dispatch is a `match`, not a vtable.
@@ -25,6 +28,8 @@ pub enum Action {
     Proxy(Proxy),
     /// A weighted split between proxies and fixed statuses.
     Backends(Backends),
+    /// A redirect.
+    Redirect(Redirect),
 }
 
 /// A route's target: its action and the policies around it.
@@ -32,6 +37,24 @@ pub enum Action {
 pub struct Route {
     action: Action,
     timeout: Option<Duration>,
+    /// `None` unless the route rewrites or modifies headers, so a route without
+    /// them pays one test.
+    policies: Option<Box<Policies>>,
+    https_redirect: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Policies {
+    rewrite: Option<Rewrite>,
+    request_headers: Option<HeaderModifier>,
+    /// Shared with the response futures that apply it.
+    response_headers: Option<Arc<HeaderModifier>>,
+}
+
+impl Policies {
+    fn is_empty(&self) -> bool {
+        self.rewrite.is_none() && self.request_headers.is_none() && self.response_headers.is_none()
+    }
 }
 
 impl Route {
@@ -40,7 +63,35 @@ impl Route {
         Self {
             action,
             timeout: None,
+            policies: None,
+            https_redirect: false,
         }
+    }
+
+    /// Rewrites the request's path or host before the action. A
+    /// [`ReplacePrefixMatch`](crate::PathModifier::ReplacePrefixMatch)
+    /// needs a `prefix` route (checked when the route is added to an application).
+    pub fn rewrite(self, rewrite: Rewrite) -> Self {
+        self.with_policies(|p| p.rewrite = Some(rewrite))
+    }
+
+    /// Changes the request's headers before the action (after `rewrite`).
+    pub fn request_headers(self, headers: HeaderModifier) -> Self {
+        self.with_policies(|p| p.request_headers = (!headers.is_empty()).then_some(headers))
+    }
+
+    /// Changes the headers of every response of the route, errors included.
+    pub fn response_headers(self, headers: HeaderModifier) -> Self {
+        self.with_policies(|p| {
+            p.response_headers = (!headers.is_empty()).then(|| Arc::new(headers));
+        })
+    }
+
+    /// Requests on a plain-HTTP connection get `308` to https (the gateway
+    /// needs [`https_port`](crate::GatewayBuilder::https_port)).
+    pub fn https_redirect(mut self, on: bool) -> Self {
+        self.https_redirect = on;
+        self
     }
 
     /// Answers 504 when the response head has not come within `timeout`.
@@ -55,12 +106,85 @@ impl Route {
         &self.action
     }
 
+    fn with_policies(mut self, edit: impl FnOnce(&mut Policies)) -> Self {
+        let mut policies = self.policies.take().unwrap_or_default();
+        edit(&mut policies);
+        self.policies = (!policies.is_empty()).then_some(policies);
+        self
+    }
+
+    pub(crate) fn redirects_to_https(&self) -> bool {
+        self.https_redirect
+    }
+
+    /// Tells prefix replacements which prefix the route matches; refused on
+    /// `exact` and `pattern` routes, which have none.
+    pub(crate) fn bind_prefix(&mut self, path: &PathMatch) -> Result<(), InvalidRoute> {
+        let rewrite = self.policies.as_mut().and_then(|p| p.rewrite.as_mut());
+        let rewrite_needs = rewrite.as_ref().is_some_and(|r| r.needs_prefix());
+        let redirect_needs = matches!(&self.action, Action::Redirect(r) if r.needs_prefix());
+        if !(rewrite_needs || redirect_needs) {
+            return Ok(());
+        }
+        let prefix = match path {
+            PathMatch::Prefix(prefix) => matched_prefix(prefix),
+            PathMatch::Exact(path) | PathMatch::Pattern(path) => {
+                return Err(InvalidRoute {
+                    path: path.clone(),
+                    reason: "a prefix replacement needs a prefix route".into(),
+                });
+            }
+        };
+        if let Some(rewrite) = rewrite {
+            rewrite.bind_prefix(prefix.clone());
+        }
+        if let Action::Redirect(redirect) = &mut self.action {
+            redirect.bind_prefix(prefix);
+        }
+        Ok(())
+    }
+
     /// Runs the route for a routed request.
     pub(crate) fn call(&self, parts: Parts, body: Body) -> ActionFuture {
+        match &self.policies {
+            None => self.act(parts, body),
+            Some(policies) => self.call_with_policies(policies, parts, body),
+        }
+    }
+
+    #[inline(never)]
+    fn call_with_policies(
+        &self,
+        policies: &Policies,
+        mut parts: Parts,
+        body: Body,
+    ) -> ActionFuture {
+        let rewritten = match &policies.rewrite {
+            Some(rewrite) => rewrite.apply(&mut parts),
+            None => Ok(()),
+        };
+        let future = match rewritten {
+            Ok(()) => {
+                if let Some(headers) = &policies.request_headers {
+                    headers.apply(&mut parts.headers);
+                }
+                self.act(parts, body)
+            }
+            Err(status) => ActionFuture::error(status),
+        };
+        match &policies.response_headers {
+            None => future,
+            Some(headers) => future.with_response_headers(headers.clone()),
+        }
+    }
+
+    /// The action under the route's timeout.
+    fn act(&self, parts: Parts, body: Body) -> ActionFuture {
         let future = match &self.action {
             Action::Respond(respond) => {
                 return ActionFuture::ready(respond.response(&parts.method));
             }
+            Action::Redirect(redirect) => return ActionFuture::ready(redirect.response(&parts)),
             Action::Static(files) => {
                 let files = files.clone();
                 ActionFuture::boxed(async move {
@@ -137,6 +261,24 @@ impl ActionFuture {
     #[inline(never)]
     pub(crate) fn error(status: StatusCode) -> Self {
         Self::ready(error_response(status))
+    }
+
+    /// Applies `headers` to the response once it comes; at once when it is ready.
+    fn with_response_headers(self, headers: Arc<HeaderModifier>) -> Self {
+        match self.kind {
+            FutureKind::Ready(Some(mut response)) => {
+                headers.apply(response.headers_mut());
+                Self::ready(response)
+            }
+            FutureKind::Ready(None) => Self {
+                kind: FutureKind::Ready(None),
+            },
+            FutureKind::Boxed(future) => Self::boxed(async move {
+                let mut response = future.await;
+                headers.apply(response.headers_mut());
+                response
+            }),
+        }
     }
 }
 

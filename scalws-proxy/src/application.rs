@@ -13,6 +13,11 @@ use crate::Route;
 pub struct Application {
     pub(crate) name: Arc<str>,
     pub(crate) routes: RouteTable<Route>,
+    /// Every plain-HTTP request is redirected to https.
+    pub(crate) https_redirect: bool,
+    /// `https_redirect` on the application or on any of its routes: the one flag
+    /// a request tests before the redirect decision is made out of line.
+    pub(crate) redirect_check: bool,
 }
 
 impl Application {
@@ -23,6 +28,8 @@ impl Application {
             domains: Vec::new(),
             listeners: None,
             routes: RouteTableBuilder::new(),
+            https_redirect: false,
+            route_redirects: false,
         }
     }
 
@@ -39,6 +46,9 @@ pub struct ApplicationBuilder {
     /// `None`: every listener of the gateway.
     pub(crate) listeners: Option<Vec<String>>,
     pub(crate) routes: RouteTableBuilder<Route>,
+    pub(crate) https_redirect: bool,
+    /// Some route has `https_redirect`.
+    pub(crate) route_redirects: bool,
 }
 
 impl ApplicationBuilder {
@@ -56,6 +66,18 @@ impl ApplicationBuilder {
         self
     }
 
+    /// Requests on a plain-HTTP connection get `308` to https, whatever their
+    /// route (the gateway needs [`https_port`](crate::GatewayBuilder::https_port)).
+    pub fn https_redirect(mut self, on: bool) -> Self {
+        self.https_redirect = on;
+        self
+    }
+
+    /// Whether the application or one of its routes redirects to https.
+    pub(crate) fn redirects_to_https(&self) -> bool {
+        self.https_redirect || self.route_redirects
+    }
+
     /// Adds a route (by value, for chaining).
     pub fn route(mut self, route: RouteSpec<impl Into<Route>>) -> Result<Self, InvalidRoute> {
         self.add_route(route)?;
@@ -63,6 +85,9 @@ impl ApplicationBuilder {
     }
 
     /// Adds a route in place; on error the builder keeps its other routes.
+    ///
+    /// Refused, besides what [`RouteTableBuilder::route`] refuses: a prefix
+    /// replacement (rewrite or redirect) on an `exact` or `pattern` route.
     pub fn add_route(&mut self, route: RouteSpec<impl Into<Route>>) -> Result<(), InvalidRoute> {
         let RouteSpec {
             path,
@@ -71,13 +96,18 @@ impl ApplicationBuilder {
             query,
             target,
         } = route;
+        let mut target: Route = target.into();
+        target.bind_prefix(&path)?;
+        let redirects = target.redirects_to_https();
         let route = RouteSpec {
             path,
             methods,
             headers,
             query,
-            target: target.into(),
+            target,
         };
-        self.routes.route(route).map(|_| ())
+        self.routes.route(route)?;
+        self.route_redirects |= redirects;
+        Ok(())
     }
 }

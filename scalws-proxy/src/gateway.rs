@@ -6,12 +6,16 @@
 //! 2. **Host**: `:authority` or `Host`, normalised; exact hit in one hash
 //!    lookup, else wildcards and catch-all. Missing or invalid on HTTP/1.1: 400;
 //!    no application: 404.
-//! 3. **Path**: unreserved escapes decoded and dot segments removed; a path
+//! 3. **https_redirect**: only for an application whose `redirect_check` is set
+//!    (it or one of its routes has `https_redirect`): a plain-HTTP request it
+//!    applies to gets 308 to https. Everything else pays that one flag test.
+//! 4. **Path**: unreserved escapes decoded and dot segments removed; a path
 //!    escaping the root: 400.
-//! 4. **Route**: the application's route table (prefix fast path, or full
+//! 5. **Route**: the application's route table (prefix fast path, or full
 //!    precedence match); none: 404; wrong method only: 405 with `Allow`.
-//! 5. **Policy and action**: the route's timeout (504), then its action:
-//!    `respond`, `static`, `proxy` or `backends`.
+//! 6. **Policies and action** (see `action.rs`): `rewrite`, `request_headers`,
+//!    the action (`respond`, `static`, `proxy`, `backends` or `redirect`) under
+//!    the route's timeout (504), then `response_headers`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,6 +30,7 @@ use scalws_router::{
 
 use crate::action::ActionFuture;
 use crate::application::{Application, ApplicationBuilder};
+use crate::policy::https_redirect;
 
 /// The whole request path as one cloneable `tower::Service`.
 #[derive(Clone, Debug)]
@@ -37,6 +42,8 @@ pub struct Gateway {
 struct Inner {
     /// One host table per listener, in the order the listeners were declared.
     listeners: Vec<(Box<str>, HostTable<Arc<Application>>)>,
+    /// Where `https_redirect` sends requests; set whenever an application uses it.
+    https_port: u16,
 }
 
 /// The gateway could not be built.
@@ -59,6 +66,12 @@ pub enum InvalidGateway {
         /// The listener it named.
         listener: String,
     },
+    /// An application or route has `https_redirect` but the gateway was given no https port.
+    #[error("application \"{application}\" uses https_redirect, but the gateway has no https port")]
+    NoHttpsPort {
+        /// The application.
+        application: String,
+    },
 }
 
 /// Collects listeners and applications, then builds a [`Gateway`].
@@ -66,12 +79,21 @@ pub enum InvalidGateway {
 pub struct GatewayBuilder {
     listeners: Vec<String>,
     applications: Vec<ApplicationBuilder>,
+    https_port: Option<u16>,
 }
 
 impl GatewayBuilder {
     /// Declares a listener by name (as the server puts it in [`ConnInfo`]).
     pub fn listener(mut self, name: impl Into<String>) -> Self {
         self.listeners.push(name.into());
+        self
+    }
+
+    /// The port `https_redirect` sends requests to (the first https listener's);
+    /// left out of `Location` when it is 443. Needed when any application or
+    /// route uses `https_redirect`.
+    pub fn https_port(mut self, port: u16) -> Self {
+        self.https_port = Some(port);
         self
     }
 
@@ -99,9 +121,17 @@ impl GatewayBuilder {
                     }
                 }
             }
+            let redirect_check = builder.redirects_to_https();
+            if redirect_check && self.https_port.is_none() {
+                return Err(InvalidGateway::NoHttpsPort {
+                    application: builder.name.to_string(),
+                });
+            }
             let application = Arc::new(Application {
                 name: builder.name.clone(),
                 routes: builder.routes.build(),
+                https_redirect: builder.https_redirect,
+                redirect_check,
             });
             for (listener, table) in &mut tables {
                 let bound = builder
@@ -127,6 +157,7 @@ impl GatewayBuilder {
                     .into_iter()
                     .map(|(name, table)| (name.into_boxed_str(), table.build()))
                     .collect(),
+                https_port: self.https_port.unwrap_or(443),
             }),
         })
     }
@@ -153,6 +184,12 @@ impl Gateway {
         let Some(application) = hosts.get(&host) else {
             return ActionFuture::error(StatusCode::NOT_FOUND);
         };
+        if application.redirect_check
+            && let Some(redirect) =
+                https_redirect(application, self.inner.https_port, &parts, &host)
+        {
+            return redirect;
+        }
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return ActionFuture::error(StatusCode::BAD_REQUEST);
         };
@@ -187,7 +224,7 @@ impl Gateway {
 }
 
 /// `:authority` (HTTP/2, and absolute-form HTTP/1.1), else `Host` (RFC 9110 7.2).
-fn request_host(parts: &Parts) -> Option<&str> {
+pub(crate) fn request_host(parts: &Parts) -> Option<&str> {
     if let Some(authority) = parts.uri.authority() {
         return Some(authority.as_str());
     }

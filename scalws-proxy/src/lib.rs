@@ -10,6 +10,10 @@
 //!   and passive health, retries, timeouts, pooled HTTP/1.1, HTTP/2 and TLS
 //!   connections), with header hygiene and upgrades.
 //! - [`Backends`]: a weighted split between proxies and fixed statuses.
+//! - [`Redirect`]: answers with a redirect (Gateway API `RequestRedirect`).
+//! - Route policies around an action, set on a [`Route`]: [`Rewrite`] (path
+//!   and host), [`HeaderModifier`] for request and response headers, and
+//!   `https_redirect` (also per [`Application`]).
 //! - [`Gateway`]: listener -> host -> path -> route -> [`Action`]; see
 //!   `gateway.rs` for the order.
 //!
@@ -39,6 +43,7 @@ mod action;
 mod application;
 mod backends;
 mod gateway;
+mod policy;
 mod proxy;
 mod respond;
 mod static_files;
@@ -48,6 +53,10 @@ pub use action::{Action, ActionFuture, Route};
 pub use application::{Application, ApplicationBuilder};
 pub use backends::{Backend, Backends};
 pub use gateway::{Gateway, GatewayBuilder, InvalidGateway};
+pub use policy::{
+    HeaderModifier, InvalidHostName, InvalidPathModifier, NotARedirectStatus, PathModifier,
+    Redirect, Rewrite,
+};
 pub use proxy::Proxy;
 pub use respond::Respond;
 pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};

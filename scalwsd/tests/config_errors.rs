@@ -283,3 +283,103 @@ fn limits_that_would_exhaust_memory_are_refused() {
         "bad.yaml:5:18: limits.drain_timeout: duration \"9000h\" is too long (at most 365 days)"
     );
 }
+
+#[test]
+fn bad_redirects() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    routes:\n",
+        "      - path: /a\n        redirect: { scheme: htps, host: \"x.com:80\", port: 0, status: 200 }\n",
+        "      - path: /b\n        redirect: { path: /new, prefix: /old }\n",
+        "      - path: /c\n        redirect: { path: relative, port: 70000 }\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:29: applications[0].routes[0].redirect.scheme: unknown scheme \"htps\" (did you mean \"https\"?); expected http or https\n\
+         bad.yaml:9:41: applications[0].routes[0].redirect.host: invalid host \"x.com:80\": expected a name or an address without a port (the port goes in port)\n\
+         bad.yaml:9:59: applications[0].routes[0].redirect.port: must be between 1 and 65535\n\
+         bad.yaml:9:70: applications[0].routes[0].redirect.status: invalid redirect status 200 (expected 301, 302, 303, 307 or 308)\n\
+         bad.yaml:11:41: applications[0].routes[1].redirect.prefix: give either path or prefix, not both\n\
+         bad.yaml:13:27: applications[0].routes[2].redirect.path: invalid path \"relative\": must start with \"/\"\n\
+         bad.yaml:13:43: applications[0].routes[2].redirect.port: must be between 1 and 65535"
+    );
+}
+
+#[test]
+fn a_prefix_replacement_needs_a_prefix_route() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    routes:\n",
+        "      - match: { path: { exact: /login } }\n        rewrite: { prefix: /v2 }\n        respond: {}\n",
+        "      - match: { path: { pattern: \"/u/{id}\" } }\n        redirect: { prefix: /users }\n",
+        "      - match: { path: { exact: /old } }\n        redirect: { path: /new }\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:28: applications[0].routes[0].rewrite.prefix: replaces the prefix the route matched, but this route matches an exact path; use path for a full replacement\n\
+         bad.yaml:12:29: applications[0].routes[1].redirect.prefix: replaces the prefix the route matched, but this route matches a pattern; use path for a full replacement"
+    );
+}
+
+#[test]
+fn bad_rewrites() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    routes:\n",
+        "      - path: /a\n        rewrite: {}\n        respond: {}\n",
+        "      - path: /b\n        rewrite: { prefix: v2, host: \"a b\" }\n        respond: {}\n",
+        "      - path: /c\n        rewrite: { path: /x }\n        redirect: { status: 301 }\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:9:18: applications[0].routes[0].rewrite: needs at least one of path, prefix or host\n\
+         bad.yaml:12:28: applications[0].routes[1].rewrite.prefix: invalid path \"v2\": must be empty or start with \"/\"\n\
+         bad.yaml:12:38: applications[0].routes[1].rewrite.host: invalid host \"a b\": expected a name or an address, with an optional :port\n\
+         bad.yaml:15:18: applications[0].routes[2].rewrite: a redirect answers before any rewrite; give one of redirect or rewrite"
+    );
+}
+
+#[test]
+fn bad_header_modifiers() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    routes:\n",
+        "      - path: /\n        respond: {}\n",
+        "        request_headers:\n",
+        "          set: { \"bad name\": \"1\", X-A: \"1\", x-a: \"2\", host: h, content-length: \"5\" }\n",
+        "          add: { x-b: \"bad\\nvalue\" }\n",
+        "          remove: [\"no good\"]\n",
+        "        response_headers: { set: { connection: close }, add: { host: fine } }\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:11:30: applications[0].routes[0].request_headers.set.bad name: invalid header name \"bad name\"\n\
+         bad.yaml:11:50: applications[0].routes[0].request_headers.set.x-a: header \"x-a\" is given twice (names are case-insensitive)\n\
+         bad.yaml:11:61: applications[0].routes[0].request_headers.set.host: the host is changed with rewrite.host, not request_headers\n\
+         bad.yaml:11:80: applications[0].routes[0].request_headers.set.content-length: \"content-length\" frames the message or belongs to the connection; it cannot be changed\n\
+         bad.yaml:12:23: applications[0].routes[0].request_headers.add.x-b: invalid header value\n\
+         bad.yaml:13:20: applications[0].routes[0].request_headers.remove[0]: invalid header name \"no good\"\n\
+         bad.yaml:14:48: applications[0].routes[0].response_headers.set.connection: \"connection\" frames the message or belongs to the connection; it cannot be changed"
+    );
+}
+
+#[test]
+fn https_redirect_needs_an_https_listener() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com]\n    https_redirect: true\n    routes:\n",
+        "      - { path: /, respond: {}, https_redirect: true }\n",
+        "      - { path: /off, respond: {}, https_redirect: false }\n",
+    ));
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:7:21: applications[0].https_redirect: https_redirect needs an https listener\n\
+         bad.yaml:9:49: applications[0].routes[0].https_redirect: https_redirect needs an https listener"
+    );
+}
+
+#[test]
+fn route_cache_is_still_rejected() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - { path: /, respond: {}, cache: false }\n",
+    );
+    assert_eq!(
+        errors(&yaml),
+        "bad.yaml:8:40: applications[0].routes[0].cache: route \"cache\" is not available in this version of scalwsd"
+    );
+}

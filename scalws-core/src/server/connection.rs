@@ -8,21 +8,25 @@ use bytes::Bytes;
 use http::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
 use super::activity::{Activity, Verdict};
 use super::edge::Edge;
 use super::io::TrackedIo;
-use super::{Limits, Phase};
+use super::{Limits, ListenerProtocol, Phase};
 use crate::error::BoxError;
+use crate::tls::TlsCertificates;
 use crate::{Body, ConnInfo, Scheme};
 
 pub(super) struct Acceptor<S> {
     pub(super) name: Arc<str>,
-    pub(super) scheme: Scheme,
+    pub(super) protocol: ListenerProtocol,
     pub(super) socket: TcpListener,
     pub(super) local: std::net::SocketAddr,
     pub(super) permits: Arc<Semaphore>,
@@ -30,6 +34,8 @@ pub(super) struct Acceptor<S> {
     pub(super) service: S,
     pub(super) phase: watch::Receiver<Phase>,
     pub(super) connections: TaskTracker,
+    /// `Alt-Svc` for every response, when HTTP/3 listens on the same port.
+    pub(super) alt_svc: Option<http::HeaderValue>,
 }
 
 pub(super) async fn accept_loop<S, B>(acceptor: Acceptor<S>)
@@ -41,6 +47,14 @@ where
     B::Error: Into<BoxError>,
 {
     let builder = Arc::new(protocol_builder(&acceptor.limits));
+    // Once per listener: its certificate resolver follows reloads by itself.
+    let tls = match &acceptor.protocol {
+        ListenerProtocol::Https(certificates) => Some(Tls {
+            acceptor: TlsAcceptor::from(certificates.server_config(&[b"h2", b"http/1.1"])),
+            certificates: certificates.clone(),
+        }),
+        ListenerProtocol::Http | ListenerProtocol::Http3(_) => None,
+    };
     loop {
         // Past max_connections we stop calling accept(): new clients wait in the backlog.
         let Ok(permit) = acceptor.permits.clone().acquire_owned().await else {
@@ -56,33 +70,123 @@ where
             }
         };
         let _ = stream.set_nodelay(true);
+        // The header clock starts now: a TLS handshake counts against it too.
+        let activity = Arc::new(Activity::new());
+        let connection = Connection {
+            builder: builder.clone(),
+            limits: acceptor.limits.clone(),
+            phase: acceptor.phase.clone(),
+            permit,
+        };
         let conn = ConnInfo::new(
             acceptor.name.clone(),
-            acceptor.scheme,
+            Scheme::Http,
             peer,
             acceptor.local,
             None,
         );
-        let activity = Arc::new(Activity::new());
-        let edge = Arc::new(Edge {
-            service: acceptor.service.clone(),
-            conn,
-            activity: activity.clone(),
-            max_request_body: acceptor.limits.max_request_body,
-        });
-        let io = TokioIo::new(TrackedIo::new(stream, activity.clone()));
-        let builder = builder.clone();
-        let limits = acceptor.limits.clone();
-        let phase = acceptor.phase.clone();
+        let mut edge = acceptor.edge(conn, activity);
+        let Some(tls) = &tls else {
+            acceptor.connections.spawn(connection.serve(stream, edge));
+            continue;
+        };
+        let tls = tls.clone();
         acceptor.connections.spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let edge = edge.clone();
-                async move { edge.handle(request).await }
-            });
-            let connection = builder.serve_connection_with_upgrades(io, service);
-            drive(connection, &activity, &limits, phase).await;
-            drop(permit);
+            let mut connection = connection;
+            let Some(stream) = connection
+                .handshake(&tls.acceptor, stream, &edge.conn)
+                .await
+            else {
+                return;
+            };
+            let sni = stream.get_ref().1.server_name().map(Arc::from);
+            edge.conn.secure(sni, tls.certificates.clone());
+            connection.serve(stream, edge).await;
         });
+    }
+}
+
+/// What an HTTPS listener adds to a plain one.
+#[derive(Clone)]
+struct Tls {
+    acceptor: TlsAcceptor,
+    certificates: TlsCertificates,
+}
+
+impl<S> Acceptor<S>
+where
+    S: Clone,
+{
+    fn edge(&self, conn: ConnInfo, activity: Arc<Activity>) -> Edge<S> {
+        Edge {
+            service: self.service.clone(),
+            conn,
+            activity,
+            max_request_body: self.limits.max_request_body,
+            alt_svc: self.alt_svc.clone(),
+        }
+    }
+}
+
+/// One accepted connection's share of the listener, until it closes.
+struct Connection {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    limits: Arc<Limits>,
+    phase: watch::Receiver<Phase>,
+    /// Returned to the listener's `max_connections` when the connection ends.
+    permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// The TLS handshake, within `header_read_timeout`; `None` (and the
+    /// connection closed) on failure, timeout, or when the server drains.
+    async fn handshake(
+        &mut self,
+        acceptor: &TlsAcceptor,
+        stream: TcpStream,
+        conn: &ConnInfo,
+    ) -> Option<TlsStream<TcpStream>> {
+        let (listener, peer) = (conn.listener(), conn.peer());
+        let handshake =
+            tokio::time::timeout(self.limits.header_read_timeout, acceptor.accept(stream));
+        tokio::select! {
+            // First, so a drain seen here is never lost to `drive`.
+            biased;
+            _ = self.phase.wait_for(|phase| *phase != Phase::Serving) => None,
+            result = handshake => match result {
+                Ok(Ok(stream)) => Some(stream),
+                Ok(Err(error)) => {
+                    tracing::debug!(listener, %peer, %error, "TLS handshake failed; closing");
+                    None
+                }
+                Err(_elapsed) => {
+                    tracing::debug!(listener, %peer, "TLS handshake not done in time; closing");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end.
+    async fn serve<I, S, B>(self, io: I, edge: Edge<S>)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let activity = edge.activity.clone();
+        let io = TokioIo::new(TrackedIo::new(io, activity.clone()));
+        let edge = Arc::new(edge);
+        let service = hyper::service::service_fn(move |request| {
+            let edge = edge.clone();
+            async move { edge.handle(request).await }
+        });
+        let connection = self.builder.serve_connection_with_upgrades(io, service);
+        drive(connection, &activity, &self.limits, self.phase).await;
+        drop(self.permit);
     }
 }
 

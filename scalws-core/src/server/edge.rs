@@ -21,6 +21,8 @@ pub(crate) struct Edge<S> {
     pub(crate) conn: ConnInfo,
     pub(crate) activity: Arc<Activity>,
     pub(crate) max_request_body: u64,
+    /// Advertises HTTP/3 on HTTPS listeners that have it on the same port.
+    pub(crate) alt_svc: Option<HeaderValue>,
 }
 
 /// Marks a request finished however its future ends (completion, error, drop).
@@ -58,11 +60,17 @@ where
         let request = Request::from_parts(parts, Body::incoming(body, self.max_request_body));
 
         let call = self.service.clone().oneshot(request);
-        let response = match AssertUnwindSafe(call).catch_unwind().await {
+        let mut response = match AssertUnwindSafe(call).catch_unwind().await {
             Ok(Ok(response)) => response.map(Either::Left),
             Ok(Err(error)) => failed(error.into()),
             Err(_panic) => panicked(),
         };
+        if let Some(alt_svc) = &self.alt_svc {
+            response
+                .headers_mut()
+                .entry(header::ALT_SVC)
+                .or_insert_with(|| alt_svc.clone());
+        }
         Ok(without_forbidden_body(response, head))
     }
 }

@@ -7,6 +7,7 @@
 mod activity;
 mod connection;
 mod edge;
+mod h3;
 mod io;
 mod limits;
 
@@ -23,16 +24,42 @@ use tower::Service;
 
 pub use limits::Limits;
 
+use crate::Body;
 use crate::error::BoxError;
-use crate::{Body, Scheme};
+use crate::tls::TlsCertificates;
 
-/// A listener to open: its name (as requests will see it in `ConnInfo`) and address.
+/// A listener to open: its name (as requests will see it in `ConnInfo`),
+/// address and protocol.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListenerSpec {
     /// Unique name; the router scopes applications by it.
     pub name: Arc<str>,
-    /// TCP address to bind.
+    /// Address to bind (TCP, or UDP for HTTP/3).
     pub address: SocketAddr,
+    /// What the listener speaks.
+    pub protocol: ListenerProtocol,
+}
+
+impl ListenerSpec {
+    /// A plain-HTTP listener (HTTP/1.1 and h2c).
+    pub fn http(name: impl Into<Arc<str>>, address: SocketAddr) -> Self {
+        Self {
+            name: name.into(),
+            address,
+            protocol: ListenerProtocol::Http,
+        }
+    }
+}
+
+/// What a listener speaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenerProtocol {
+    /// HTTP/1.1 and HTTP/2 by prior knowledge (h2c), on TCP.
+    Http,
+    /// TLS on TCP; ALPN `h2` and `http/1.1`.
+    Https(TlsCertificates),
+    /// HTTP/3 over QUIC, on UDP.
+    Http3(TlsCertificates),
 }
 
 /// Opening a listener failed.
@@ -51,7 +78,12 @@ pub struct BindFailed {
 struct Bound {
     spec: ListenerSpec,
     local: SocketAddr,
-    socket: TcpListener,
+    socket: Socket,
+}
+
+enum Socket {
+    Tcp(TcpListener),
+    Udp(std::net::UdpSocket),
 }
 
 /// Bound listeners, ready to serve.
@@ -80,8 +112,19 @@ impl Server {
                     address: spec.address,
                     source,
                 };
-                let socket = bind_tcp(spec.address).map_err(fail)?;
-                let local = socket.local_addr().map_err(fail)?;
+                let socket = match spec.protocol {
+                    ListenerProtocol::Http | ListenerProtocol::Https(_) => {
+                        Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
+                    }
+                    ListenerProtocol::Http3(_) => {
+                        Socket::Udp(std::net::UdpSocket::bind(spec.address).map_err(fail)?)
+                    }
+                };
+                let local = match &socket {
+                    Socket::Tcp(tcp) => tcp.local_addr(),
+                    Socket::Udp(udp) => udp.local_addr(),
+                }
+                .map_err(fail)?;
                 Ok(Bound {
                     spec: spec.clone(),
                     local,
@@ -114,19 +157,61 @@ impl Server {
         let connections = TaskTracker::new();
         let limits = Arc::new(self.limits);
         let mut acceptors = tokio::task::JoinSet::new();
+        let h3_ports: Vec<u16> = self
+            .listeners
+            .iter()
+            .filter(|b| matches!(b.spec.protocol, ListenerProtocol::Http3(_)))
+            .map(|b| b.local.port())
+            .collect();
         for bound in self.listeners {
-            tracing::info!(listener = %bound.spec.name, address = %bound.local, "listening");
-            acceptors.spawn(connection::accept_loop(connection::Acceptor {
-                name: bound.spec.name,
-                scheme: Scheme::Http,
-                socket: bound.socket,
-                local: bound.local,
-                permits: Arc::new(Semaphore::new(limits.max_connections)),
-                limits: limits.clone(),
-                service: service.clone(),
-                phase: phase_rx.clone(),
-                connections: connections.clone(),
-            }));
+            tracing::info!(
+                listener = %bound.spec.name,
+                address = %bound.local,
+                protocol = bound.spec.protocol.as_str(),
+                "listening"
+            );
+            match bound.socket {
+                Socket::Tcp(socket) => {
+                    // HTTPS answers advertise HTTP/3 when it listens on the same port.
+                    let alt_svc = match bound.spec.protocol {
+                        ListenerProtocol::Https(_) if h3_ports.contains(&bound.local.port()) => {
+                            http::HeaderValue::try_from(format!(
+                                "h3=\":{}\"; ma=86400",
+                                bound.local.port()
+                            ))
+                            .ok()
+                        }
+                        _ => None,
+                    };
+                    acceptors.spawn(connection::accept_loop(connection::Acceptor {
+                        name: bound.spec.name,
+                        protocol: bound.spec.protocol,
+                        socket,
+                        local: bound.local,
+                        permits: Arc::new(Semaphore::new(limits.max_connections)),
+                        limits: limits.clone(),
+                        service: service.clone(),
+                        phase: phase_rx.clone(),
+                        connections: connections.clone(),
+                        alt_svc,
+                    }));
+                }
+                Socket::Udp(socket) => {
+                    let ListenerProtocol::Http3(certificates) = bound.spec.protocol else {
+                        continue;
+                    };
+                    acceptors.spawn(h3::accept_loop(h3::Acceptor {
+                        name: bound.spec.name,
+                        certificates,
+                        socket,
+                        local: bound.local,
+                        limits: limits.clone(),
+                        service: service.clone(),
+                        phase: phase_rx.clone(),
+                        connections: connections.clone(),
+                    }));
+                }
+            }
         }
 
         shutdown.await;
@@ -152,6 +237,17 @@ impl Server {
             connections.wait().await;
         }
         tracing::info!("drained");
+    }
+}
+
+impl ListenerProtocol {
+    /// `"http"`, `"https"` or `"http3"`, as in the configuration.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ListenerProtocol::Http => "http",
+            ListenerProtocol::Https(_) => "https",
+            ListenerProtocol::Http3(_) => "http3",
+        }
     }
 }
 

@@ -5,13 +5,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use scalws_core::{Limits, ListenerSpec};
+use scalws_core::{Limits, ListenerSpec, Scheme};
 use scalws_proxy::{
-    Action, Application, ApplicationBuilder, Backend, Backends, Gateway, Proxy, Respond, Route,
-    StaticFiles, StaticOptions,
+    Action, Application, ApplicationBuilder, Backend, Backends, Gateway, HeaderModifier,
+    PathModifier, Proxy, Redirect, Respond, Rewrite, Route, StaticFiles, StaticOptions,
 };
 use scalws_router::{HostPattern, PathMatch, RouteSpec};
 use serde_saphyr::{Location, Spanned};
@@ -19,7 +18,8 @@ use serde_saphyr::{Location, Spanned};
 use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::schema::{
-    ApplicationFile, BackendFile, File, LimitsFile, ListenerFile, NotYet, RouteFile,
+    ApplicationFile, BackendFile, File, HeadersFile, LimitsFile, ListenerFile, NotYet,
+    RedirectFile, RewriteFile, RouteFile,
 };
 use super::upstreams::Upstreams;
 
@@ -34,6 +34,8 @@ pub(crate) fn compile(
         errors: &mut errors,
         base_dir,
         upstreams,
+        // The first https listener's port, once https listeners exist.
+        https_port: None,
     };
 
     let workers = file.workers.as_ref().and_then(|w| {
@@ -75,6 +77,9 @@ pub(crate) fn compile(
     let mut gateway = Gateway::builder();
     for name in &names {
         gateway = gateway.listener(*name);
+    }
+    if let Some(port) = compiler.https_port {
+        gateway = gateway.https_port(port);
     }
     let mut apps_seen: HashMap<&str, ()> = HashMap::new();
     let mut claimed: HashMap<(String, String), String> = HashMap::new();
@@ -119,6 +124,9 @@ struct Compiler<'a> {
     errors: &'a mut Errors,
     base_dir: &'a Path,
     upstreams: Upstreams,
+    /// Where `https_redirect` sends requests: the first https listener's port.
+    /// `None` (no https listener) makes `https_redirect: true` an error.
+    https_port: Option<u16>,
 }
 
 impl Compiler<'_> {
@@ -264,10 +272,7 @@ impl Compiler<'_> {
                             format!("address {address} is already used by listener \"{other}\""),
                         );
                     }
-                    specs.push(ListenerSpec {
-                        name: Arc::from(l.name.value.as_str()),
-                        address,
-                    });
+                    specs.push(ListenerSpec::http(l.name.value.as_str(), address));
                 }
                 Err(_) => self.errors.at(
                     &l.address.referenced,
@@ -356,10 +361,8 @@ impl Compiler<'_> {
             };
         }
         self.not_yet(&app.cache, &format!("{path}.cache"), "the response cache");
-        if let Some(flag) = &app.https_redirect
-            && flag.value
-        {
-            self.errors.at(&flag.referenced, format!("{path}.https_redirect"), "https_redirect is not available in this version of scalwsd (no https listeners yet)");
+        if self.https_redirect(path, &app.https_redirect) {
+            builder = builder.https_redirect(true);
         }
 
         for (k, route) in app.routes.iter().enumerate() {
@@ -443,10 +446,17 @@ impl Compiler<'_> {
         if let Some(files) = &r.static_files {
             actions.push("static");
             // Stripped in the form requests are matched in: `/static/` acts as `/static`.
+            // A path rewrite says itself which path is looked up: nothing is stripped.
+            let rewrites_path = r
+                .rewrite
+                .as_ref()
+                .is_some_and(|w| w.value.path.is_some() || w.value.prefix.is_some());
             let prefix = match &path_match {
-                Some(PathMatch::Prefix(prefix)) => scalws_router::normalize_path(prefix)
-                    .map(|p| p.trim_end_matches('/').to_owned())
-                    .unwrap_or_default(),
+                Some(PathMatch::Prefix(prefix)) if !rewrites_path => {
+                    scalws_router::normalize_path(prefix)
+                        .map(|p| p.trim_end_matches('/').to_owned())
+                        .unwrap_or_default()
+                }
                 _ => String::new(),
             };
             target = self
@@ -466,27 +476,30 @@ impl Compiler<'_> {
                 .backends(&format!("{path}.backends"), list)
                 .map(Action::Backends);
         }
-        if r.redirect.is_some() {
+        if let Some(redirect) = &r.redirect {
             actions.push("redirect");
-            self.not_yet(
-                &r.redirect,
-                &format!("{path}.redirect"),
-                "the redirect action",
-            );
+            target = self
+                .redirect(&format!("{path}.redirect"), redirect, path_match.as_ref())
+                .map(Action::Redirect);
         }
-        for (value, key) in [
-            (&r.rewrite, "rewrite"),
-            (&r.request_headers, "request_headers"),
-            (&r.response_headers, "response_headers"),
-            (&r.cache, "cache"),
-        ] {
-            self.not_yet(value, &format!("{path}.{key}"), &format!("route \"{key}\""));
-        }
-        if let Some(flag) = &r.https_redirect
-            && flag.value
-        {
-            self.errors.at(&flag.referenced, format!("{path}.https_redirect"), "https_redirect is not available in this version of scalwsd (no https listeners yet)");
-        }
+        let rewrite = r.rewrite.as_ref().and_then(|rewrite| {
+            if r.redirect.is_some() {
+                self.errors.at(
+                    &rewrite.referenced,
+                    format!("{path}.rewrite"),
+                    "a redirect answers before any rewrite; give one of redirect or rewrite",
+                );
+            }
+            self.rewrite(&format!("{path}.rewrite"), rewrite, path_match.as_ref())
+        });
+        let request_headers = r.request_headers.as_ref().and_then(|headers| {
+            self.header_modifier(&format!("{path}.request_headers"), headers, true)
+        });
+        let response_headers = r.response_headers.as_ref().and_then(|headers| {
+            self.header_modifier(&format!("{path}.response_headers"), headers, false)
+        });
+        self.not_yet(&r.cache, &format!("{path}.cache"), "route \"cache\"");
+        let https_redirect = self.https_redirect(path, &r.https_redirect);
         match actions.len() {
             1 => {}
             0 => self.errors.at(
@@ -506,9 +519,18 @@ impl Compiler<'_> {
         if self.errors_len() != before {
             return None;
         }
-        let mut target = Route::new(target?);
+        let mut target = Route::new(target?).https_redirect(https_redirect);
         if let Some(timeout) = &r.timeout {
             target = target.timeout(timeout.value.0);
+        }
+        if let Some(rewrite) = rewrite {
+            target = target.rewrite(rewrite);
+        }
+        if let Some(headers) = request_headers {
+            target = target.request_headers(headers);
+        }
+        if let Some(headers) = response_headers {
+            target = target.response_headers(headers);
         }
         Some(RouteSpec {
             path: path_match?,
@@ -517,6 +539,264 @@ impl Compiler<'_> {
             query,
             target,
         })
+    }
+
+    /// Whether `https_redirect` is on; on without an https listener is an error.
+    fn https_redirect(&mut self, path: &str, flag: &Option<Spanned<bool>>) -> bool {
+        let Some(flag) = flag.as_ref().filter(|f| f.value) else {
+            return false;
+        };
+        if self.https_port.is_none() {
+            self.errors.at(
+                &flag.referenced,
+                format!("{path}.https_redirect"),
+                "https_redirect needs an https listener",
+            );
+            return false;
+        }
+        true
+    }
+
+    fn redirect(
+        &mut self,
+        path: &str,
+        redirect: &Spanned<RedirectFile>,
+        route_path: Option<&PathMatch>,
+    ) -> Option<Redirect> {
+        let f = &redirect.value;
+        let before = self.errors_len();
+        let mut out = Redirect::new();
+        if let Some(scheme) = &f.scheme {
+            match scheme.value.as_str() {
+                "http" => out = out.scheme(Scheme::Http),
+                "https" => out = out.scheme(Scheme::Https),
+                other => {
+                    let hint = did_you_mean(other, ["http", "https"]);
+                    self.errors.at(
+                        &scheme.referenced,
+                        format!("{path}.scheme"),
+                        format!("unknown scheme \"{other}\"{hint}; expected http or https"),
+                    );
+                }
+            }
+        }
+        if let Some(host) = &f.host {
+            match out.clone().host(&host.value) {
+                Ok(with_host) => out = with_host,
+                Err(error) => self.errors.at(
+                    &host.referenced,
+                    format!("{path}.host"),
+                    format!("{error}: expected a name or an address without a port (the port goes in port)"),
+                ),
+            }
+        }
+        if let Some(port) = &f.port {
+            match u16::try_from(port.value) {
+                Ok(p) if p > 0 => out = out.port(p),
+                _ => self.errors.at(
+                    &port.referenced,
+                    format!("{path}.port"),
+                    "must be between 1 and 65535",
+                ),
+            }
+        }
+        if let Some(modifier) = self.path_modifier(path, &f.path, &f.prefix, route_path) {
+            out = out.path(modifier);
+        }
+        if let Some(status) = &f.status {
+            let code = StatusCode::from_u16(status.value).unwrap_or(StatusCode::OK);
+            match out.clone().status(code) {
+                Ok(with_status) => out = with_status,
+                Err(_) => self.errors.at(
+                    &status.referenced,
+                    format!("{path}.status"),
+                    format!(
+                        "invalid redirect status {} (expected 301, 302, 303, 307 or 308)",
+                        status.value
+                    ),
+                ),
+            }
+        }
+        (self.errors_len() == before).then_some(out)
+    }
+
+    fn rewrite(
+        &mut self,
+        path: &str,
+        rewrite: &Spanned<RewriteFile>,
+        route_path: Option<&PathMatch>,
+    ) -> Option<Rewrite> {
+        let f = &rewrite.value;
+        if f.path.is_none() && f.prefix.is_none() && f.host.is_none() {
+            self.errors.at(
+                &rewrite.referenced,
+                path,
+                "needs at least one of path, prefix or host",
+            );
+            return None;
+        }
+        let before = self.errors_len();
+        let mut out = Rewrite::new();
+        if let Some(modifier) = self.path_modifier(path, &f.path, &f.prefix, route_path) {
+            out = out.path(modifier);
+        }
+        if let Some(host) = &f.host {
+            match out.clone().host(&host.value) {
+                Ok(with_host) => out = with_host,
+                Err(error) => self.errors.at(
+                    &host.referenced,
+                    format!("{path}.host"),
+                    format!("{error}: expected a name or an address, with an optional :port"),
+                ),
+            }
+        }
+        (self.errors_len() == before).then_some(out)
+    }
+
+    /// `path` (full replacement) or `prefix` (the matched prefix replaced, on prefix routes).
+    fn path_modifier(
+        &mut self,
+        path: &str,
+        full: &Option<Spanned<String>>,
+        prefix: &Option<Spanned<String>>,
+        route_path: Option<&PathMatch>,
+    ) -> Option<PathModifier> {
+        match (full, prefix) {
+            (None, None) => None,
+            (Some(_), Some(prefix)) => {
+                self.errors.at(
+                    &prefix.referenced,
+                    format!("{path}.prefix"),
+                    "give either path or prefix, not both",
+                );
+                None
+            }
+            (Some(full), None) => match PathModifier::full(&full.value) {
+                Ok(modifier) => Some(modifier),
+                Err(error) => {
+                    self.errors
+                        .at(&full.referenced, format!("{path}.path"), error.to_string());
+                    None
+                }
+            },
+            (None, Some(prefix)) => {
+                let kind = match route_path {
+                    Some(PathMatch::Exact(_)) => Some("an exact path"),
+                    Some(PathMatch::Pattern(_)) => Some("a pattern"),
+                    Some(PathMatch::Prefix(_)) | None => None,
+                };
+                if let Some(kind) = kind {
+                    self.errors.at(
+                        &prefix.referenced,
+                        format!("{path}.prefix"),
+                        format!("replaces the prefix the route matched, but this route matches {kind}; use path for a full replacement"),
+                    );
+                    return None;
+                }
+                match PathModifier::prefix(&prefix.value) {
+                    Ok(modifier) => Some(modifier),
+                    Err(error) => {
+                        self.errors.at(
+                            &prefix.referenced,
+                            format!("{path}.prefix"),
+                            error.to_string(),
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// `set`, `add`, `remove`; names case-insensitive, each at most once per list.
+    fn header_modifier(
+        &mut self,
+        path: &str,
+        headers: &Spanned<HeadersFile>,
+        request: bool,
+    ) -> Option<HeaderModifier> {
+        let f = &headers.value;
+        let before = self.errors_len();
+        let mut out = HeaderModifier::new();
+        for (list, entries) in [("set", &f.set), ("add", &f.add)] {
+            let mut seen: HashMap<HeaderName, ()> = HashMap::new();
+            for (name, value) in entries {
+                let at = format!("{path}.{list}.{name}");
+                let Some(header) = self.modifiable_header(&at, name, &value.referenced, request)
+                else {
+                    continue;
+                };
+                if seen.insert(header.clone(), ()).is_some() {
+                    self.errors.at(
+                        &value.referenced,
+                        at,
+                        format!("header \"{header}\" is given twice (names are case-insensitive)"),
+                    );
+                    continue;
+                }
+                match HeaderValue::from_str(&value.value) {
+                    Ok(v) if list == "set" => out = out.set(header, v),
+                    Ok(v) => out = out.add(header, v),
+                    Err(_) => self
+                        .errors
+                        .at(&value.referenced, at, "invalid header value"),
+                }
+            }
+        }
+        for (i, name) in f.remove.iter().enumerate() {
+            match HeaderName::from_bytes(name.value.as_bytes()) {
+                Ok(header) => out = out.remove(header),
+                Err(_) => self.errors.at(
+                    &name.referenced,
+                    format!("{path}.remove[{i}]"),
+                    format!("invalid header name \"{}\"", name.value),
+                ),
+            }
+        }
+        (self.errors_len() == before).then_some(out)
+    }
+
+    /// A header name `set` and `add` may change: not one that frames the message
+    /// or belongs to the connection, which the proxy owns.
+    fn modifiable_header(
+        &mut self,
+        at: &str,
+        name: &str,
+        location: &Location,
+        request: bool,
+    ) -> Option<HeaderName> {
+        let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+            self.errors
+                .at(location, at, format!("invalid header name \"{name}\""));
+            return None;
+        };
+        const MANAGED: [&str; 8] = [
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "upgrade",
+        ];
+        if MANAGED.contains(&header.as_str()) {
+            self.errors.at(
+                location,
+                at,
+                format!("\"{header}\" frames the message or belongs to the connection; it cannot be changed"),
+            );
+            return None;
+        }
+        if request && header == http::header::HOST {
+            self.errors.at(
+                location,
+                at,
+                "the host is changed with rewrite.host, not request_headers",
+            );
+            return None;
+        }
+        Some(header)
     }
 
     fn backends(

@@ -76,14 +76,47 @@ pub(super) struct RouteFile {
     pub(super) static_files: Option<Spanned<StaticFile>>,
     pub(super) proxy: Option<Spanned<String>>,
     pub(super) backends: Option<Spanned<Vec<Spanned<BackendFile>>>>,
-    pub(super) redirect: NotYet,
+    pub(super) redirect: Option<Spanned<RedirectFile>>,
 
     pub(super) https_redirect: Option<Spanned<bool>>,
-    pub(super) rewrite: NotYet,
-    pub(super) request_headers: NotYet,
-    pub(super) response_headers: NotYet,
+    pub(super) rewrite: Option<Spanned<RewriteFile>>,
+    pub(super) request_headers: Option<Spanned<HeadersFile>>,
+    pub(super) response_headers: Option<Spanned<HeadersFile>>,
     pub(super) timeout: Option<Spanned<DurationValue>>,
     pub(super) cache: NotYet,
+}
+
+/// `redirect: { scheme, host, port, path | prefix, status }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RedirectFile {
+    pub(super) scheme: Option<Spanned<String>>,
+    pub(super) host: Option<Spanned<String>>,
+    pub(super) port: Option<Spanned<u32>>,
+    pub(super) path: Option<Spanned<String>>,
+    pub(super) prefix: Option<Spanned<String>>,
+    pub(super) status: Option<Spanned<u16>>,
+}
+
+/// `rewrite: { path | prefix, host }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RewriteFile {
+    pub(super) path: Option<Spanned<String>>,
+    pub(super) prefix: Option<Spanned<String>>,
+    pub(super) host: Option<Spanned<String>>,
+}
+
+/// `request_headers` / `response_headers: { set: {name: value}, add: {name: value}, remove: [name] }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HeadersFile {
+    #[serde(default)]
+    pub(super) set: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub(super) add: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub(super) remove: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

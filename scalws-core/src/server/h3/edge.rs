@@ -1,0 +1,155 @@
+//! One HTTP/3 request stream: head, limits, `ConnInfo`, the service call. The
+//! same rules as the TCP edge: a failure or a panic becomes a response.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::Either;
+use tower::{Service, ServiceExt};
+
+use super::body::RequestBody;
+use super::response::ResponseStream;
+use crate::error::{BoxError, error_response, status_for};
+use crate::server::Limits;
+use crate::{Body, ConnInfo};
+
+/// What h3 hands over for each request stream.
+pub(super) type Resolver = ::h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
+
+/// Everything one connection's requests share.
+pub(super) struct Edge<S> {
+    pub(super) service: S,
+    pub(super) conn: ConnInfo,
+    pub(super) limits: Arc<Limits>,
+}
+
+impl<S, B> Edge<S>
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    /// Reads the request head, answers it, and streams the response back.
+    /// Every error ends this stream only.
+    pub(super) async fn serve(self: Arc<Self>, resolver: Resolver) {
+        let head =
+            tokio::time::timeout(self.limits.header_read_timeout, resolver.resolve_request()).await;
+        let (request, stream) = match head {
+            Ok(Ok(resolved)) => resolved,
+            Ok(Err(error)) => {
+                // h3 has already answered 431 or reset the stream, as fits.
+                tracing::debug!(%error, "HTTP/3 request head refused");
+                return;
+            }
+            Err(_elapsed) => {
+                tracing::debug!("HTTP/3 request head not received in time");
+                return;
+            }
+        };
+        let (send, recv) = stream.split();
+        let mut response_stream = ResponseStream::new(send);
+        let is_head = request.method() == Method::HEAD;
+        let response = self.respond(request, recv).await;
+        let (response, with_body) = without_forbidden_body(response, is_head);
+        if let Err(error) = response_stream.send(response, with_body).await {
+            tracing::debug!(%error, "HTTP/3 response not sent whole");
+        }
+    }
+
+    async fn respond(
+        &self,
+        request: Request<()>,
+        recv: super::body::RecvHalf,
+    ) -> Response<Either<B, Body>> {
+        if request.headers().len() > self.limits.max_headers {
+            return reject(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        }
+        let declared = declared_length(&request);
+        if declared.is_some_and(|len| len > self.limits.max_request_body) {
+            // Dropping `recv` tells the client to stop sending.
+            return reject(StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        let (mut parts, ()) = request.into_parts();
+        parts.extensions.insert(self.conn.clone());
+        let body = RequestBody::new(recv, self.limits.max_request_body, declared);
+        let request = Request::from_parts(parts, Body::new(body));
+
+        let call = self.service.clone().oneshot(request);
+        match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(Ok(response)) => response.map(Either::Left),
+            Ok(Err(error)) => failed(error.into()),
+            Err(_panic) => panicked(),
+        }
+    }
+}
+
+/// HEAD responses and 1xx/204/304 carry no body (RFC 9110 6.4.1). Returns the
+/// response and whether its body is to be sent.
+fn without_forbidden_body<B>(
+    mut response: Response<Either<B, Body>>,
+    is_head: bool,
+) -> (Response<Either<B, Body>>, bool)
+where
+    B: http_body::Body,
+{
+    let status = response.status();
+    let bodiless_status = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if !is_head && !bodiless_status {
+        return (response, true);
+    }
+    if status == StatusCode::NO_CONTENT || status.is_informational() {
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+    } else if is_head
+        && !bodiless_status
+        && !response.headers().contains_key(header::CONTENT_LENGTH)
+    {
+        // HEAD answers with the length a GET would have had, when it is known.
+        let hint = match response.body() {
+            Either::Left(body) => body.size_hint(),
+            Either::Right(body) => http_body::Body::size_hint(body),
+        };
+        if let Some(length) = hint.exact() {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+    }
+    (response, false)
+}
+
+fn declared_length<B>(request: &Request<B>) -> Option<u64> {
+    let value = request.headers().get(header::CONTENT_LENGTH)?;
+    value.to_str().ok()?.parse().ok()
+}
+
+#[cold]
+#[inline(never)]
+fn reject<B>(status: StatusCode) -> Response<Either<B, Body>> {
+    error_response(status).map(Either::Right)
+}
+
+#[cold]
+#[inline(never)]
+fn failed<B>(error: BoxError) -> Response<Either<B, Body>> {
+    let status = status_for(error.as_ref());
+    if status.is_server_error() {
+        tracing::warn!(%error, "request failed");
+    } else {
+        tracing::debug!(%error, "request refused");
+    }
+    error_response(status).map(Either::Right)
+}
+
+#[cold]
+#[inline(never)]
+fn panicked<B>() -> Response<Either<B, Body>> {
+    tracing::error!("request handler panicked; answered 500");
+    error_response(StatusCode::INTERNAL_SERVER_ERROR).map(Either::Right)
+}

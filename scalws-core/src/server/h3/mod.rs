@@ -1,0 +1,204 @@
+//! HTTP/3 listeners: QUIC (quinn) and h3 (h3-quinn), serving the same
+//! `Service` as the TCP listeners.
+//!
+//! The life of an HTTP/3 listener, one file per step:
+//!
+//! 1. here: the QUIC endpoint on the bound UDP socket (TLS 1.3 with the
+//!    listener's certificates, ALPN `h3`, the limits as transport settings),
+//!    and the loop accepting connections;
+//! 2. [`connection`]: one QUIC connection: handshake, h3 settings, a task per
+//!    request stream, GOAWAY and drain;
+//! 3. [`edge`]: one request stream: head, limits, `ConnInfo`, the service call
+//!    (a failure or panic becomes a response);
+//! 4. [`response`]: the response head, body frames and trailers, streamed;
+//! 5. [`body`]: the request body, streamed from the QUIC stream under
+//!    `max_request_body`.
+
+mod body;
+mod connection;
+mod edge;
+mod response;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use quinn::crypto::rustls::QuicServerConfig;
+use tokio::sync::{Semaphore, watch};
+use tokio_util::task::TaskTracker;
+use tower::Service;
+
+use super::{Limits, Phase};
+use crate::Body;
+use crate::error::BoxError;
+use crate::tls::TlsCertificates;
+
+/// ALPN of HTTP/3 (RFC 9114 3.1).
+const ALPN_H3: &[u8] = b"h3";
+
+pub(super) struct Acceptor<S> {
+    pub(super) name: Arc<str>,
+    pub(super) certificates: TlsCertificates,
+    pub(super) socket: std::net::UdpSocket,
+    pub(super) local: SocketAddr,
+    pub(super) limits: Arc<Limits>,
+    pub(super) service: S,
+    pub(super) phase: watch::Receiver<Phase>,
+    pub(super) connections: TaskTracker,
+}
+
+/// What every connection of one listener shares.
+struct Listener<S> {
+    name: Arc<str>,
+    certificates: TlsCertificates,
+    local: SocketAddr,
+    limits: Arc<Limits>,
+    service: S,
+}
+
+/// Accepts QUIC connections until aborted (when the server starts draining);
+/// each connection runs in a task tracked by `connections`, and one more
+/// tracked task closes the endpoint once they have all finished.
+pub(super) async fn accept_loop<S, B>(acceptor: Acceptor<S>)
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let Acceptor {
+        name,
+        certificates,
+        socket,
+        local,
+        limits,
+        service,
+        phase,
+        connections,
+    } = acceptor;
+    let endpoint = match open_endpoint(&certificates, &limits, socket) {
+        Ok(endpoint) => endpoint,
+        Err(error) => {
+            tracing::error!(listener = %name, %error, "cannot start the HTTP/3 listener");
+            return;
+        }
+    };
+    let listener_connections = TaskTracker::new();
+    connections.spawn(close_when_drained(
+        endpoint.clone(),
+        listener_connections.clone(),
+        phase.clone(),
+    ));
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let listener = Arc::new(Listener {
+        name,
+        certificates,
+        local,
+        limits,
+        service,
+    });
+    loop {
+        // Past max_connections we stop accepting: new handshakes wait in quinn's queue.
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(incoming) = endpoint.accept().await else {
+            return;
+        };
+        let connection = connection::serve(incoming, listener.clone(), phase.clone(), permit);
+        connections.spawn(listener_connections.track_future(connection));
+    }
+}
+
+/// The endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+enum EndpointFailed {
+    #[error("the TLS configuration cannot serve QUIC: {0}")]
+    Tls(String),
+    #[error("cannot use the UDP socket: {0}")]
+    Socket(#[from] std::io::Error),
+}
+
+fn open_endpoint(
+    certificates: &TlsCertificates,
+    limits: &Limits,
+    socket: std::net::UdpSocket,
+) -> Result<quinn::Endpoint, EndpointFailed> {
+    let tls = certificates.server_config(&[ALPN_H3]);
+    // quinn unwraps this per handshake; a config it rejects must fail here, once.
+    rustls::quic::ServerConnection::new(tls.clone(), rustls::quic::Version::V1, Vec::new())
+        .map_err(|error| EndpointFailed::Tls(error.to_string()))?;
+    let crypto =
+        QuicServerConfig::try_from(tls).map_err(|error| EndpointFailed::Tls(error.to_string()))?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport(limits)));
+    Ok(quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(config),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )?)
+}
+
+/// The limits that QUIC itself enforces.
+///
+/// QUIC's idle timeout counts time without packets, so alone it would also
+/// cut a request whose handler is silent for `keepalive_timeout`. As on TCP,
+/// only time between requests should count: the server pings at half the
+/// timeout (a vanished client still times out), and the connection driver
+/// closes a connection that has had no request in flight for that long.
+fn transport(limits: &Limits) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(
+        limits.h2_max_concurrent_streams.get(),
+    ));
+    // Zero or out of QUIC's range (about 146 years): no idle timeout from us.
+    let keepalive = limits.keepalive_timeout;
+    let idle = quinn::IdleTimeout::try_from(keepalive)
+        .ok()
+        .filter(|_| !keepalive.is_zero());
+    transport.max_idle_timeout(idle);
+    if idle.is_some() {
+        transport.keep_alive_interval(Some(keepalive / 2));
+    }
+    transport
+}
+
+/// Once the server drains: refuses new handshakes (CONNECTION_REFUSED, so
+/// clients fail fast as with a closed TCP port), waits for the listener's
+/// connections to finish (or for the drain timeout), then closes the endpoint.
+async fn close_when_drained(
+    endpoint: quinn::Endpoint,
+    connections: TaskTracker,
+    mut phase: watch::Receiver<Phase>,
+) {
+    while *phase.borrow_and_update() == Phase::Serving {
+        if phase.changed().await.is_err() {
+            break;
+        }
+    }
+    connections.close();
+    let closing = async {
+        while *phase.borrow_and_update() != Phase::Closing {
+            if phase.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    let refuse = async {
+        while let Some(incoming) = endpoint.accept().await {
+            incoming.refuse();
+        }
+    };
+    tokio::select! {
+        () = connections.wait() => {}
+        () = closing => {}
+        () = refuse => {}
+    }
+    endpoint.close(
+        quinn::VarInt::from_u32(connection::H3_NO_ERROR),
+        b"server shutting down",
+    );
+}
