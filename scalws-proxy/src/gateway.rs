@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use scalws_core::{Body, ConnInfo};
+use scalws_core::{Body, ConnInfo, Scheme};
 use scalws_router::{
     DuplicateDomain, HostTable, HostTableBuilder, NoRoute, normalize_host, normalize_path,
 };
@@ -184,6 +184,12 @@ impl Gateway {
         let Some(application) = hosts.get(&host) else {
             return ActionFuture::error(StatusCode::NOT_FOUND);
         };
+        if let Some(conn) = parts.extensions.get::<ConnInfo>()
+            && conn.scheme() == Scheme::Https
+            && misdirected(conn, &host)
+        {
+            return ActionFuture::error(StatusCode::MISDIRECTED_REQUEST);
+        }
         if application.redirect_check
             && let Some(redirect) =
                 https_redirect(application, self.inner.https_port, &parts, &host)
@@ -221,6 +227,23 @@ impl Gateway {
             None => listeners.first().map(|(_, table)| table),
         }
     }
+}
+
+/// A TLS request for a host that the certificate chosen by its SNI does not
+/// cover (RFC 9110 15.5.20): the client reused a connection it should not
+/// have. Without SNI (a client connecting by address) nothing is refused.
+#[inline]
+fn misdirected(conn: &ConnInfo, host: &str) -> bool {
+    match conn.sni() {
+        Some(sni) if sni != host => not_covered(conn, host),
+        _ => false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_covered(conn: &ConnInfo, host: &str) -> bool {
+    conn.tls().is_some_and(|tls| !tls.covers(conn.sni(), host))
 }
 
 /// `:authority` (HTTP/2, and absolute-form HTTP/1.1), else `Host` (RFC 9110 7.2).

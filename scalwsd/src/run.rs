@@ -57,7 +57,10 @@ pub fn main(cli: Cli) -> ExitCode {
         };
         return runtime.block_on(async {
             match load(&source) {
-                Ok(_) => {
+                Ok(config) => {
+                    for warning in &config.warnings {
+                        eprintln!("warning: {warning}");
+                    }
                     match &source {
                         Source::File(path) => println!("{}: ok", path.display()),
                         Source::Embedded => println!("<embedded default>: ok"),

@@ -235,10 +235,16 @@ fn wrong_type() {
 }
 
 #[test]
-fn tls_listener_is_rejected_until_it_exists() {
+fn https_listener_needs_certificates_and_http_takes_none() {
     assert_eq!(
         errors("listeners:\n  - name: https\n    address: 127.0.0.1:0\n    protocol: https\n"),
-        "bad.yaml:4:15: listeners[0].protocol: protocol \"https\" is not available in this version of scalwsd (only \"http\")"
+        "bad.yaml:4:15: listeners[0].tls: protocol https needs tls.certificates"
+    );
+    assert_eq!(
+        errors(
+            "listeners:\n  - name: http\n    address: 127.0.0.1:0\n    tls: { certificates: [] }\n"
+        ),
+        "bad.yaml:4:10: listeners[0].tls: tls applies only to protocol https or http3"
     );
 }
 

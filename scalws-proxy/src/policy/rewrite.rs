@@ -69,6 +69,18 @@ impl Rewrite {
             })?;
         }
         if let Some((value, authority)) = &self.host {
+            // X-Forwarded-Host must still name the host the client asked for.
+            let original = parts.headers.get(header::HOST).cloned().or_else(|| {
+                parts
+                    .uri
+                    .authority()
+                    .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+            });
+            if let Some(original) = original {
+                parts
+                    .extensions
+                    .insert(crate::proxy::OriginalHost(original));
+            }
             parts.headers.insert(header::HOST, value.clone());
             if parts.uri.authority().is_some() {
                 edit_uri(&mut parts.uri, |uri| {

@@ -26,6 +26,10 @@ use scalws_core::{Body, ConnInfo};
 
 use crate::upstream::UpstreamPool;
 
+/// The client's Host, kept by a `rewrite.host` for `X-Forwarded-Host`.
+#[derive(Clone, Debug)]
+pub(crate) struct OriginalHost(pub(crate) HeaderValue);
+
 /// Forwards requests to one pool.
 #[derive(Clone)]
 pub struct Proxy {
@@ -73,7 +77,11 @@ impl Proxy {
                 .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
         };
         headers::remove_hop_by_hop(&mut parts.headers, true);
-        headers::add_forwarding(&mut parts.headers, peer, scheme, host.as_ref());
+        let forwarded_host = match parts.extensions.get::<OriginalHost>() {
+            Some(OriginalHost(original)) => Some(original),
+            None => host.as_ref(),
+        };
+        headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
         if let Some(host) = &host {
             parts.headers.insert(header::HOST, host.clone());
         }

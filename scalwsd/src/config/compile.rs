@@ -7,7 +7,8 @@ use std::num::NonZeroU32;
 use std::path::Path;
 
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use scalws_core::{Limits, ListenerSpec, Scheme};
+use scalws_core::tls::{CertificateFiles, TlsCertificates};
+use scalws_core::{Limits, ListenerProtocol, ListenerSpec, Scheme};
 use scalws_proxy::{
     Action, Application, ApplicationBuilder, Backend, Backends, Gateway, HeaderModifier,
     PathModifier, Proxy, Redirect, Respond, Rewrite, Route, StaticFiles, StaticOptions,
@@ -18,8 +19,8 @@ use serde_saphyr::{Location, Spanned};
 use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::schema::{
-    ApplicationFile, BackendFile, File, HeadersFile, LimitsFile, ListenerFile, NotYet,
-    RedirectFile, RewriteFile, RouteFile,
+    ApplicationFile, BackendFile, File, HeadersFile, LimitsFile, ListenerFile, ListenerTlsFile,
+    NotYet, RedirectFile, RewriteFile, RouteFile,
 };
 use super::upstreams::Upstreams;
 
@@ -34,8 +35,10 @@ pub(crate) fn compile(
         errors: &mut errors,
         base_dir,
         upstreams,
-        // The first https listener's port, once https listeners exist.
+        // Set from the first https listener.
         https_port: None,
+        certificates: Vec::new(),
+        warnings: Vec::new(),
     };
 
     let workers = file.workers.as_ref().and_then(|w| {
@@ -97,6 +100,7 @@ pub(crate) fn compile(
             gateway = gateway.application(builder);
         }
     }
+    let warnings = std::mem::take(&mut compiler.warnings);
     if !errors.is_empty() {
         return Err(errors.finish());
     }
@@ -113,12 +117,31 @@ pub(crate) fn compile(
         limits,
         listeners,
         gateway,
+        warnings,
     })
 }
 
 /// Upper bounds that keep a typo from exhausting memory at start or per request.
 const MAX_CONNECTIONS: usize = 1_000_000;
 const MAX_HEADERS: usize = 1_000;
+
+/// A listener's protocol before its certificates are loaded.
+#[derive(Clone, Copy)]
+enum Kind {
+    Http,
+    Https,
+    Http3,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Http => "http",
+            Kind::Https => "https",
+            Kind::Http3 => "http3",
+        }
+    }
+}
 
 struct Compiler<'a> {
     errors: &'a mut Errors,
@@ -127,6 +150,11 @@ struct Compiler<'a> {
     /// Where `https_redirect` sends requests: the first https listener's port.
     /// `None` (no https listener) makes `https_redirect: true` an error.
     https_port: Option<u16>,
+    /// Certificate sets already loaded, by their files: listeners naming the
+    /// same files share one set (and so one reload).
+    certificates: Vec<(Vec<CertificateFiles>, TlsCertificates)>,
+    /// Problems that do not stop the load (expired certificates).
+    warnings: Vec<String>,
 }
 
 impl Compiler<'_> {
@@ -216,7 +244,7 @@ impl Compiler<'_> {
     fn listeners(&mut self, listeners: &[Spanned<ListenerFile>]) -> Vec<ListenerSpec> {
         let mut specs = Vec::new();
         let mut names: HashMap<&str, ()> = HashMap::new();
-        let mut addresses: HashMap<SocketAddr, &str> = HashMap::new();
+        let mut addresses: HashMap<(SocketAddr, bool), &str> = HashMap::new();
         for (i, listener) in listeners.iter().enumerate() {
             let l = &listener.value;
             let path = |key: &str| format!("listeners[{i}].{key}");
@@ -230,40 +258,60 @@ impl Compiler<'_> {
                     format!("listener name \"{}\" is used twice", l.name.value),
                 );
             }
-            match l.protocol.as_ref().map(|p| p.value.as_str()) {
-                None | Some("http") => {}
-                Some(protocol @ ("https" | "http3")) => {
-                    let at = l
-                        .protocol
-                        .as_ref()
-                        .map_or(Location::UNKNOWN, |p| p.referenced);
-                    self.errors.at(
-                        &at,
-                        path("protocol"),
-                        format!("protocol \"{protocol}\" is not available in this version of scalwsd (only \"http\")"),
-                    );
-                }
+            let protocol_at = l
+                .protocol
+                .as_ref()
+                .map_or(listener.referenced, |p| p.referenced);
+            let kind = match l.protocol.as_ref().map(|p| p.value.as_str()) {
+                None | Some("http") => Some(Kind::Http),
+                Some("https") => Some(Kind::Https),
+                Some("http3") => Some(Kind::Http3),
                 Some(other) => {
-                    let at = l
-                        .protocol
-                        .as_ref()
-                        .map_or(Location::UNKNOWN, |p| p.referenced);
                     let hint = did_you_mean(other, ["http", "https", "http3"]);
                     self.errors.at(
-                        &at,
+                        &protocol_at,
                         path("protocol"),
                         format!(
                             "unknown protocol \"{other}\"{hint}; expected http, https or http3"
                         ),
                     );
+                    None
                 }
-            }
-            self.not_yet(&l.tls, &path("tls"), "TLS");
+            };
+            let protocol = match (kind, &l.tls) {
+                (Some(Kind::Http), Some(tls)) => {
+                    self.errors.at(
+                        &tls.referenced,
+                        path("tls"),
+                        "tls applies only to protocol https or http3",
+                    );
+                    None
+                }
+                (Some(Kind::Http), None) => Some(ListenerProtocol::Http),
+                (Some(kind), None) => {
+                    self.errors.at(
+                        &protocol_at,
+                        path("tls"),
+                        format!("protocol {} needs tls.certificates", kind.name()),
+                    );
+                    None
+                }
+                (Some(kind), Some(tls)) => {
+                    self.certificates(&path("tls.certificates"), tls)
+                        .map(|certs| match kind {
+                            Kind::Https => ListenerProtocol::Https(certs),
+                            _ => ListenerProtocol::Http3(certs),
+                        })
+                }
+                (None, _) => None,
+            };
             match l.address.value.parse::<SocketAddr>() {
                 Ok(address) => {
-                    // Port 0 asks the OS for a free port: never a clash.
+                    // Port 0 asks the OS for a free port: never a clash. TCP
+                    // (http, https) and UDP (http3) may share a port.
+                    let udp = matches!(kind, Some(Kind::Http3));
                     let clash = (address.port() != 0)
-                        .then(|| addresses.insert(address, l.name.value.as_str()))
+                        .then(|| addresses.insert((address, udp), l.name.value.as_str()))
                         .flatten();
                     if let Some(other) = clash {
                         self.errors.at(
@@ -272,7 +320,16 @@ impl Compiler<'_> {
                             format!("address {address} is already used by listener \"{other}\""),
                         );
                     }
-                    specs.push(ListenerSpec::http(l.name.value.as_str(), address));
+                    if matches!(kind, Some(Kind::Https)) && self.https_port.is_none() {
+                        self.https_port = Some(address.port());
+                    }
+                    if let Some(protocol) = protocol {
+                        specs.push(ListenerSpec {
+                            name: l.name.value.as_str().into(),
+                            address,
+                            protocol,
+                        });
+                    }
                 }
                 Err(_) => self.errors.at(
                     &l.address.referenced,
@@ -1003,6 +1060,60 @@ impl Compiler<'_> {
                     format!("{path}.root"),
                     format!("{error}{hint}"),
                 );
+                None
+            }
+        }
+    }
+
+    /// Loads a listener's certificates, or reuses the set loaded for the same files.
+    fn certificates(
+        &mut self,
+        path: &str,
+        tls: &Spanned<ListenerTlsFile>,
+    ) -> Option<TlsCertificates> {
+        if tls.value.certificates.is_empty() {
+            self.errors.at(
+                &tls.referenced,
+                path,
+                "needs at least one { cert, key } pair",
+            );
+            return None;
+        }
+        let files: Vec<CertificateFiles> = tls
+            .value
+            .certificates
+            .iter()
+            .map(|c| CertificateFiles {
+                cert: self.base_dir.join(&c.value.cert.value),
+                key: self.base_dir.join(&c.value.key.value),
+            })
+            .collect();
+        if let Some((_, loaded)) = self.certificates.iter().find(|(f, _)| *f == files) {
+            return Some(loaded.clone());
+        }
+        match TlsCertificates::load(&files) {
+            Ok(loaded) => {
+                self.warnings.extend(loaded.warnings());
+                self.certificates.push((files, loaded.clone()));
+                Some(loaded)
+            }
+            Err(error) => {
+                // Point at the pair the error is about.
+                let text = error.to_string();
+                let (i, pair) = tls
+                    .value
+                    .certificates
+                    .iter()
+                    .enumerate()
+                    .find(|(_, c)| {
+                        let cert = self.base_dir.join(&c.value.cert.value);
+                        let key = self.base_dir.join(&c.value.key.value);
+                        text.contains(&cert.display().to_string())
+                            || text.contains(&key.display().to_string())
+                    })
+                    .unwrap_or((0, &tls.value.certificates[0]));
+                self.errors
+                    .at(&pair.referenced, format!("{path}[{i}]"), text);
                 None
             }
         }

@@ -33,6 +33,8 @@ pub struct Config {
     pub listeners: Vec<ListenerSpec>,
     /// The service that answers every listener.
     pub gateway: Gateway,
+    /// Problems that do not stop serving (an expired certificate), for `--check`.
+    pub warnings: Vec<String>,
 }
 
 /// Parses and checks `text`. `file_name` appears in errors; relative paths in

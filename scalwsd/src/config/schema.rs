@@ -48,7 +48,20 @@ pub(super) struct ListenerFile {
     pub(super) name: Spanned<String>,
     pub(super) address: Spanned<String>,
     pub(super) protocol: Option<Spanned<String>>,
-    pub(super) tls: NotYet,
+    pub(super) tls: Option<Spanned<ListenerTlsFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListenerTlsFile {
+    pub(super) certificates: Vec<Spanned<CertificateFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CertificateFile {
+    pub(super) cert: Spanned<String>,
+    pub(super) key: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
