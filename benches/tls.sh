@@ -45,7 +45,7 @@ report() { # name requests before after
 
 pin 1
 before=$(cpu_ticks "$SCALWS_PID")
-"${PIN[@]}" h2load -c 64 -m 1 -D "$DURATION" --sni bench.test https://127.0.0.1:18443/ > "$TMP/h2load.txt"
+"${PIN[@]}" h2load -c 64 -m 1 -D "$DURATION" https://127.0.0.1:18443/ > "$TMP/h2load.txt"
 after=$(cpu_ticks "$SCALWS_PID")
 done_h2=$(awk '/^requests:/ {print $8}' "$TMP/h2load.txt")
 grep -E "^requests:|^status codes:" "$TMP/h2load.txt"
