@@ -122,7 +122,7 @@ where
     Response::from_parts(parts, Either::Right(Body::empty()))
 }
 
-fn declared_length<B>(request: &Request<B>) -> Option<u64> {
+pub(crate) fn declared_length<B>(request: &Request<B>) -> Option<u64> {
     let value = request.headers().get(header::CONTENT_LENGTH)?;
     value.to_str().ok()?.parse().ok()
 }
@@ -142,7 +142,7 @@ fn reject<B>(status: StatusCode, version: Version) -> Response<Either<B, Body>> 
 
 #[cold]
 #[inline(never)]
-fn failed<B>(error: BoxError) -> Response<Either<B, Body>> {
+pub(crate) fn failed<B>(error: BoxError) -> Response<Either<B, Body>> {
     let status = status_for(error.as_ref());
     if status.is_server_error() {
         tracing::warn!(%error, "request failed");
@@ -154,7 +154,7 @@ fn failed<B>(error: BoxError) -> Response<Either<B, Body>> {
 
 #[cold]
 #[inline(never)]
-fn panicked<B>() -> Response<Either<B, Body>> {
+pub(crate) fn panicked<B>() -> Response<Either<B, Body>> {
     tracing::error!("request handler panicked; answered 500");
     error_response(StatusCode::INTERNAL_SERVER_ERROR).map(Either::Right)
 }

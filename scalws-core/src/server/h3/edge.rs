@@ -1,6 +1,7 @@
 //! One HTTP/3 request stream: head, limits, `ConnInfo`, the service call. The
 //! same rules as the TCP edge: a failure or a panic becomes a response.
 
+use super::super::edge::{declared_length, failed, panicked};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use tower::{Service, ServiceExt};
 
 use super::body::RequestBody;
 use super::response::ResponseStream;
-use crate::error::{BoxError, error_response, status_for};
+use crate::error::{BoxError, error_response};
 use crate::server::Limits;
 use crate::{Body, ConnInfo};
 
@@ -124,32 +125,8 @@ where
     (response, false)
 }
 
-fn declared_length<B>(request: &Request<B>) -> Option<u64> {
-    let value = request.headers().get(header::CONTENT_LENGTH)?;
-    value.to_str().ok()?.parse().ok()
-}
-
 #[cold]
 #[inline(never)]
 fn reject<B>(status: StatusCode) -> Response<Either<B, Body>> {
     error_response(status).map(Either::Right)
-}
-
-#[cold]
-#[inline(never)]
-fn failed<B>(error: BoxError) -> Response<Either<B, Body>> {
-    let status = status_for(error.as_ref());
-    if status.is_server_error() {
-        tracing::warn!(%error, "request failed");
-    } else {
-        tracing::debug!(%error, "request refused");
-    }
-    error_response(status).map(Either::Right)
-}
-
-#[cold]
-#[inline(never)]
-fn panicked<B>() -> Response<Either<B, Body>> {
-    tracing::error!("request handler panicked; answered 500");
-    error_response(StatusCode::INTERNAL_SERVER_ERROR).map(Either::Right)
 }
