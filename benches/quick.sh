@@ -7,6 +7,7 @@
 #
 #   benches/quick.sh                       # respond, 10 s per server
 #   SCENARIO=proxy benches/quick.sh        # proxy to a local nginx origin
+#   SCENARIO=cache-hit benches/quick.sh    # the same behind the response cache
 #   DURATION=30 benches/quick.sh
 #
 # The full A/B harness (multi.sh: rotation, medians, CPU per request, p99,
@@ -19,7 +20,7 @@ DURATION="${DURATION:-10}"
 CONNECTIONS="${CONNECTIONS:-64}"
 BIN="${BIN:-target/release/scalwsd}"
 
-case "$SCENARIO" in respond|proxy) ;; *) echo "quick.sh: SCENARIO is respond or proxy" >&2; exit 2;; esac
+case "$SCENARIO" in respond|proxy|cache-hit) ;; *) echo "quick.sh: SCENARIO is respond, proxy or cache-hit" >&2; exit 2;; esac
 if ! command -v wrk >/dev/null; then
     echo "quick.sh: installing wrk from Debian (apt-get install wrk)" >&2
     apt-get update -qq && apt-get install -y -qq wrk >/dev/null
@@ -66,8 +67,8 @@ trap cleanup EXIT
 
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 mkdir -p "$TMP/nginx"
-if [ "$SCENARIO" = proxy ]; then
-    [ -x "$NGINX" ] || { echo "quick.sh: the proxy scenario needs nginx as its origin (apt-get install nginx-light)" >&2; exit 1; }
+if [ "$SCENARIO" != respond ]; then
+    [ -x "$NGINX" ] || { echo "quick.sh: the $SCENARIO scenario needs nginx as its origin (apt-get install nginx-light)" >&2; exit 1; }
     sed "s#NGINX_PREFIX#$TMP/nginx#g" benches/configs/nginx-origin.conf > "$TMP/origin.conf"
     pin 1
     "${PIN[@]}" "$NGINX" -c "$TMP/origin.conf" -p "$TMP/nginx" &

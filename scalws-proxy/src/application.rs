@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use scalws_cache::Cache;
+
 use scalws_router::{
     HostPattern, InvalidHostPattern, InvalidRoute, RouteSpec, RouteTable, RouteTableBuilder,
 };
@@ -30,6 +32,7 @@ impl Application {
             routes: RouteTableBuilder::new(),
             https_redirect: false,
             route_redirects: false,
+            cache: None,
         }
     }
 
@@ -49,9 +52,18 @@ pub struct ApplicationBuilder {
     pub(crate) https_redirect: bool,
     /// Some route has `https_redirect`.
     pub(crate) route_redirects: bool,
+    /// The application's response cache, for purges through the gateway.
+    pub(crate) cache: Option<Cache>,
 }
 
 impl ApplicationBuilder {
+    /// Names the application's response cache, so [`crate::Gateway::cache`]
+    /// can find it for purges. Routes opt in with [`crate::Proxy::with_cache`].
+    pub fn cache(mut self, cache: Cache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Adds a domain: `example.com`, `*.example.com`, `**.example.com` or `*`.
     pub fn domain(mut self, domain: &str) -> Result<Self, InvalidHostPattern> {
         self.domains.push(HostPattern::parse(domain)?);

@@ -23,6 +23,7 @@ use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, header};
+use scalws_cache::Cache;
 use scalws_core::{Body, ConnInfo, Scheme};
 use scalws_router::{
     DuplicateDomain, HostTable, HostTableBuilder, NoRoute, normalize_host, normalize_path,
@@ -44,6 +45,8 @@ struct Inner {
     listeners: Vec<(Box<str>, HostTable<Arc<Application>>)>,
     /// Where `https_redirect` sends requests; set whenever an application uses it.
     https_port: u16,
+    /// Response caches by application name.
+    caches: Vec<(Arc<str>, Cache)>,
 }
 
 /// The gateway could not be built.
@@ -105,6 +108,11 @@ impl GatewayBuilder {
 
     /// Builds the per-listener host tables.
     pub fn build(self) -> Result<Gateway, InvalidGateway> {
+        let caches: Vec<(Arc<str>, Cache)> = self
+            .applications
+            .iter()
+            .filter_map(|a| a.cache.clone().map(|c| (a.name.clone(), c)))
+            .collect();
         let mut tables: Vec<(String, HostTableBuilder<Arc<Application>>)> = self
             .listeners
             .into_iter()
@@ -158,6 +166,7 @@ impl GatewayBuilder {
                     .map(|(name, table)| (name.into_boxed_str(), table.build()))
                     .collect(),
                 https_port: self.https_port.unwrap_or(443),
+                caches,
             }),
         })
     }
@@ -214,6 +223,15 @@ impl Gateway {
             Err(NoRoute::NotFound) => ActionFuture::error(StatusCode::NOT_FOUND),
             Err(NoRoute::MethodNotAllowed { allow }) => method_not_allowed(allow),
         }
+    }
+
+    /// The response cache of application `name`, for purges and statistics.
+    pub fn cache(&self, name: &str) -> Option<&Cache> {
+        self.inner
+            .caches
+            .iter()
+            .find(|(app, _)| &**app == name)
+            .map(|(_, cache)| cache)
     }
 
     fn hosts_for(&self, parts: &Parts) -> Option<&HostTable<Arc<Application>>> {

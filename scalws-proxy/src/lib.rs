@@ -57,6 +57,6 @@ pub use policy::{
     HeaderModifier, InvalidHostName, InvalidPathModifier, NotARedirectStatus, PathModifier,
     Redirect, Rewrite,
 };
-pub use proxy::Proxy;
+pub use proxy::{Origin, Proxy};
 pub use respond::Respond;
 pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};

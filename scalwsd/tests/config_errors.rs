@@ -380,12 +380,12 @@ fn https_redirect_needs_an_https_listener() {
 }
 
 #[test]
-fn route_cache_is_still_rejected() {
+fn route_cache_applies_only_to_proxy_routes() {
     let yaml = with_app(
         "  - name: a\n    domains: [x.com]\n    routes:\n      - { path: /, respond: {}, cache: false }\n",
     );
     assert_eq!(
         errors(&yaml),
-        "bad.yaml:8:40: applications[0].routes[0].cache: route \"cache\" is not available in this version of scalwsd"
+        "bad.yaml:8:40: applications[0].routes[0].cache: cache applies only to proxy routes"
     );
 }

@@ -24,16 +24,49 @@ use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
 use scalws_core::{Body, ConnInfo};
 
+use scalws_cache::{Cache, CacheService};
+use tower::{Layer, ServiceExt};
+
 use crate::upstream::UpstreamPool;
 
 /// The client's Host, kept by a `rewrite.host` for `X-Forwarded-Host`.
 #[derive(Clone, Debug)]
 pub(crate) struct OriginalHost(pub(crate) HeaderValue);
 
-/// Forwards requests to one pool.
+/// Forwards requests to one pool, through a response cache when one is set.
 #[derive(Clone)]
 pub struct Proxy {
     pool: UpstreamPool,
+    cached: Option<CacheService<Origin>>,
+}
+
+/// The proxy without its cache: what a [`CacheService`] asks on a miss.
+#[derive(Clone)]
+pub struct Origin {
+    pool: UpstreamPool,
+}
+
+impl tower::Service<Request<Body>> for Origin {
+    type Response = Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Result<Response<Body>, std::convert::Infallible>>
+                + Send,
+        >,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let pool = self.pool.clone();
+        Box::pin(async move { Ok(forward(&pool, request).await) })
+    }
 }
 
 impl std::fmt::Debug for Proxy {
@@ -47,7 +80,16 @@ impl std::fmt::Debug for Proxy {
 impl Proxy {
     /// A proxy to `pool`.
     pub fn new(pool: UpstreamPool) -> Self {
-        Self { pool }
+        Self { pool, cached: None }
+    }
+
+    /// Answers GET and HEAD from `cache` where RFC 9111 allows, asking the
+    /// pool on a miss.
+    pub fn with_cache(mut self, cache: &Cache) -> Self {
+        self.cached = Some(cache.layer().layer(Origin {
+            pool: self.pool.clone(),
+        }));
+        self
     }
 
     /// The pool requests go to.
@@ -55,60 +97,72 @@ impl Proxy {
         &self.pool
     }
 
-    /// Forwards one request and returns the upstream's response, or an error response.
+    /// Forwards one request (through the cache, if any) and returns the
+    /// upstream's or the cache's response, or an error response.
     pub async fn forward(&self, request: Request<Body>) -> Response<Body> {
-        let (mut parts, body) = request.into_parts();
-        let conn = parts.extensions.get::<ConnInfo>();
-        let peer = conn.map(|c| c.peer().ip());
-        let scheme = conn.map_or("http", |c| c.scheme().as_str());
-
-        let upgrade = headers::requested_upgrade(&parts.headers);
-        let client_upgrade = match upgrade {
-            Some(_) => parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
-            None => None,
-        };
-
-        // HTTP/2 clients name the host in :authority; an HTTP/1.1 upstream needs Host.
-        let host = match parts.headers.get(header::HOST) {
-            Some(host) => Some(host.clone()),
-            None => parts
-                .uri
-                .authority()
-                .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
-        };
-        headers::remove_hop_by_hop(&mut parts.headers, true);
-        let forwarded_host = match parts.extensions.get::<OriginalHost>() {
-            Some(OriginalHost(original)) => Some(original),
-            None => host.as_ref(),
-        };
-        headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
-        if let Some(host) = &host {
-            parts.headers.insert(header::HOST, host.clone());
+        match &self.cached {
+            None => forward(&self.pool, request).await,
+            Some(cached) => match cached.clone().oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            },
         }
-        if let Some(protocol) = &upgrade {
-            parts
-                .headers
-                .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-            parts.headers.insert(header::UPGRADE, protocol.clone());
-        }
-        if let Some(path) = parts.uri.path_and_query() {
-            parts.uri = http::Uri::from(path.clone());
-        }
-        parts.version = Version::HTTP_11;
-
-        let upstream = match self.pool.send(Request::from_parts(parts, body)).await {
-            Ok((response, _address)) => response,
-            Err(error) => return failed(&error, error.status()),
-        };
-
-        let (mut parts, body) = upstream.into_parts();
-        if parts.status == StatusCode::SWITCHING_PROTOCOLS {
-            return switching(parts, client_upgrade);
-        }
-        headers::remove_hop_by_hop(&mut parts.headers, false);
-        // The client's own limit is for request bodies; the response is the upstream's to size.
-        Response::from_parts(parts, Body::incoming(body, u64::MAX))
     }
+}
+
+/// Forwards one request to `pool` (the steps in the module docs).
+async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> {
+    let (mut parts, body) = request.into_parts();
+    let conn = parts.extensions.get::<ConnInfo>();
+    let peer = conn.map(|c| c.peer().ip());
+    let scheme = conn.map_or("http", |c| c.scheme().as_str());
+
+    let upgrade = headers::requested_upgrade(&parts.headers);
+    let client_upgrade = match upgrade {
+        Some(_) => parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+        None => None,
+    };
+
+    // HTTP/2 clients name the host in :authority; an HTTP/1.1 upstream needs Host.
+    let host = match parts.headers.get(header::HOST) {
+        Some(host) => Some(host.clone()),
+        None => parts
+            .uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
+    };
+    headers::remove_hop_by_hop(&mut parts.headers, true);
+    let forwarded_host = match parts.extensions.get::<OriginalHost>() {
+        Some(OriginalHost(original)) => Some(original),
+        None => host.as_ref(),
+    };
+    headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
+    if let Some(host) = &host {
+        parts.headers.insert(header::HOST, host.clone());
+    }
+    if let Some(protocol) = &upgrade {
+        parts
+            .headers
+            .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        parts.headers.insert(header::UPGRADE, protocol.clone());
+    }
+    if let Some(path) = parts.uri.path_and_query() {
+        parts.uri = http::Uri::from(path.clone());
+    }
+    parts.version = Version::HTTP_11;
+
+    let upstream = match pool.send(Request::from_parts(parts, body)).await {
+        Ok((response, _address)) => response,
+        Err(error) => return failed(&error, error.status()),
+    };
+
+    let (mut parts, body) = upstream.into_parts();
+    if parts.status == StatusCode::SWITCHING_PROTOCOLS {
+        return switching(parts, client_upgrade);
+    }
+    headers::remove_hop_by_hop(&mut parts.headers, false);
+    // The client's own limit is for request bodies; the response is the upstream's to size.
+    Response::from_parts(parts, Body::incoming(body, u64::MAX))
 }
 
 /// `101` from the upstream: tunnel if the client asked for this upgrade.

@@ -7,6 +7,7 @@ use std::num::NonZeroU32;
 use std::path::Path;
 
 use http::{HeaderName, HeaderValue, Method, StatusCode};
+use scalws_cache::{Cache, CacheOptions};
 use scalws_core::tls::{CertificateFiles, TlsCertificates};
 use scalws_core::{Limits, ListenerProtocol, ListenerSpec, Scheme};
 use scalws_proxy::{
@@ -19,8 +20,8 @@ use serde_saphyr::{Location, Spanned};
 use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::schema::{
-    ApplicationFile, BackendFile, File, HeadersFile, LimitsFile, ListenerFile, ListenerTlsFile,
-    NotYet, RedirectFile, RewriteFile, RouteFile,
+    ApplicationFile, BackendFile, CacheFile, File, HeadersFile, LimitsFile, ListenerFile,
+    ListenerTlsFile, NotYet, RedirectFile, RewriteFile, RouteFile,
 };
 use super::upstreams::Upstreams;
 
@@ -39,6 +40,7 @@ pub(crate) fn compile(
         https_port: None,
         certificates: Vec::new(),
         warnings: Vec::new(),
+        cache: None,
     };
 
     let workers = file.workers.as_ref().and_then(|w| {
@@ -155,6 +157,8 @@ struct Compiler<'a> {
     certificates: Vec<(Vec<CertificateFiles>, TlsCertificates)>,
     /// Problems that do not stop the load (expired certificates).
     warnings: Vec<String>,
+    /// The response cache of the application being compiled, if it has one.
+    cache: Option<Cache>,
 }
 
 impl Compiler<'_> {
@@ -417,7 +421,13 @@ impl Compiler<'_> {
                 Err(_) => return None,
             };
         }
-        self.not_yet(&app.cache, &format!("{path}.cache"), "the response cache");
+        self.cache = app
+            .cache
+            .as_ref()
+            .and_then(|c| self.cache(&format!("{path}.cache"), c));
+        if let Some(cache) = &self.cache {
+            builder = builder.cache(cache.clone());
+        }
         if self.https_redirect(path, &app.https_redirect) {
             builder = builder.https_redirect(true);
         }
@@ -525,7 +535,13 @@ impl Compiler<'_> {
             target = self
                 .upstreams
                 .resolve(&format!("{path}.proxy"), target_name, self.errors)
-                .map(|pool| Action::Proxy(Proxy::new(pool)));
+                .map(|pool| {
+                    let proxy = Proxy::new(pool);
+                    match (&self.cache, r.cache.as_ref().map(|c| c.value)) {
+                        (Some(cache), None | Some(true)) => Action::Proxy(proxy.with_cache(cache)),
+                        _ => Action::Proxy(proxy),
+                    }
+                });
         }
         if let Some(list) = &r.backends {
             actions.push("backends");
@@ -555,7 +571,22 @@ impl Compiler<'_> {
         let response_headers = r.response_headers.as_ref().and_then(|headers| {
             self.header_modifier(&format!("{path}.response_headers"), headers, false)
         });
-        self.not_yet(&r.cache, &format!("{path}.cache"), "route \"cache\"");
+        if let Some(flag) = &r.cache {
+            if flag.value && self.cache.is_none() {
+                self.errors.at(
+                    &flag.referenced,
+                    format!("{path}.cache"),
+                    "cache: true needs a cache on the application (applications[].cache)",
+                );
+            }
+            if r.proxy.is_none() {
+                self.errors.at(
+                    &flag.referenced,
+                    format!("{path}.cache"),
+                    "cache applies only to proxy routes",
+                );
+            }
+        }
         let https_redirect = self.https_redirect(path, &r.https_redirect);
         match actions.len() {
             1 => {}
@@ -1117,6 +1148,49 @@ impl Compiler<'_> {
                 None
             }
         }
+    }
+
+    /// The application's response cache.
+    fn cache(&mut self, path: &str, file: &Spanned<CacheFile>) -> Option<Cache> {
+        let defaults = CacheOptions::default();
+        let f = &file.value;
+        let max_size = f.max_size.as_ref().map_or(defaults.max_size, |v| v.value.0);
+        let max_object = f
+            .max_object
+            .as_ref()
+            .map_or(defaults.max_object, |v| v.value.0);
+        let before = self.errors_len();
+        if let Some(v) = &f.max_size
+            && v.value.0 == 0
+        {
+            self.errors.at(
+                &v.referenced,
+                format!("{path}.max_size"),
+                "must be more than 0",
+            );
+        }
+        if max_object > max_size {
+            let at = f
+                .max_object
+                .as_ref()
+                .map_or(file.referenced, |v| v.referenced);
+            self.errors.at(
+                &at,
+                format!("{path}.max_object"),
+                "must not be larger than max_size",
+            );
+        }
+        (self.errors_len() == before).then(|| {
+            Cache::new(CacheOptions {
+                max_size,
+                max_object,
+                default_ttl: f
+                    .default_ttl
+                    .as_ref()
+                    .map_or(defaults.default_ttl, |v| v.value.0),
+                ..defaults
+            })
+        })
     }
 
     fn errors_len(&self) -> usize {

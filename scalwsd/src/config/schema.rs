@@ -71,7 +71,7 @@ pub(super) struct ApplicationFile {
     pub(super) domains: Vec<Spanned<String>>,
     pub(super) listeners: Option<Vec<Spanned<String>>>,
     pub(super) https_redirect: Option<Spanned<bool>>,
-    pub(super) cache: NotYet,
+    pub(super) cache: Option<Spanned<CacheFile>>,
     #[serde(default)]
     pub(super) routes: Vec<Spanned<RouteFile>>,
 }
@@ -96,7 +96,7 @@ pub(super) struct RouteFile {
     pub(super) request_headers: Option<Spanned<HeadersFile>>,
     pub(super) response_headers: Option<Spanned<HeadersFile>>,
     pub(super) timeout: Option<Spanned<DurationValue>>,
-    pub(super) cache: NotYet,
+    pub(super) cache: Option<Spanned<bool>>,
 }
 
 /// `redirect: { scheme, host, port, path | prefix, status }`.
@@ -238,4 +238,12 @@ pub(super) struct HealthCheckFile {
 pub(super) struct PassiveFile {
     pub(super) failures: Option<Spanned<u32>>,
     pub(super) cooldown: Option<Spanned<DurationValue>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CacheFile {
+    pub(super) max_size: Option<Spanned<SizeValue>>,
+    pub(super) max_object: Option<Spanned<SizeValue>>,
+    pub(super) default_ttl: Option<Spanned<DurationValue>>,
 }

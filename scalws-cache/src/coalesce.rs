@@ -1,0 +1,149 @@
+//! Request coalescing: concurrent misses for one key make one request to the
+//! origin.
+//!
+//! The first request for a key that must go to the origin becomes the
+//! leader of a flight; the others follow: they wait (up to
+//! `coalesce_timeout`) for the leader's outcome. `Stored`: they answer from
+//! the cache. `NotStored` (not storable, an error, the leader's client gone)
+//! or the timeout: each goes to the origin itself. The map of flights is
+//! touched only by requests that go to the origin, never by hits.
+//!
+//! Flights are per URL, not per `Vary` variant (the variant is known only
+//! from the response): a follower whose variant differs from the one the
+//! leader stored goes to the origin after the leader, without waiting longer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+/// How a flight ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Pending,
+    /// The leader stored (or found) a response for the key.
+    Stored,
+    /// Nothing was stored; followers go to the origin themselves.
+    NotStored,
+}
+
+/// The flights in progress, by primary key.
+#[derive(Debug, Default)]
+pub(crate) struct Flights {
+    map: Mutex<HashMap<String, watch::Sender<Outcome>>>,
+}
+
+/// What a request that must go to the origin does.
+#[derive(Debug)]
+pub(crate) enum Role {
+    /// Go, and report the outcome through the guard.
+    Leader(FlightGuard),
+    /// Wait for the leader.
+    Follower(Waiter),
+}
+
+impl Flights {
+    /// Joins the flight for `key`, leading it if there is none.
+    pub(crate) fn join(self: &Arc<Self>, key: &str) -> Role {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(leader) = map.get(key) {
+            return Role::Follower(Waiter(leader.subscribe()));
+        }
+        map.insert(key.to_owned(), watch::Sender::new(Outcome::Pending));
+        Role::Leader(FlightGuard {
+            flights: Arc::clone(self),
+            key: key.to_owned(),
+            outcome: Outcome::NotStored,
+        })
+    }
+
+    fn land(&self, key: &str, outcome: Outcome) {
+        let leader = self
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+        // Out of the map first, so woken followers that go on find no flight.
+        if let Some(leader) = leader {
+            leader.send_replace(outcome);
+        }
+    }
+}
+
+/// The leader's end of a flight: dropping it without [`FlightGuard::finish`]
+/// tells the followers nothing was stored.
+#[derive(Debug)]
+pub(crate) struct FlightGuard {
+    flights: Arc<Flights>,
+    key: String,
+    outcome: Outcome,
+}
+
+impl FlightGuard {
+    /// Ends the flight with `outcome`.
+    pub(crate) fn finish(mut self, outcome: Outcome) {
+        self.outcome = outcome;
+    }
+}
+
+impl Drop for FlightGuard {
+    fn drop(&mut self) {
+        self.flights.land(&self.key, self.outcome);
+    }
+}
+
+/// A follower's end of a flight.
+#[derive(Debug)]
+pub(crate) struct Waiter(watch::Receiver<Outcome>);
+
+impl Waiter {
+    /// The flight's outcome, or `NotStored` if it takes longer than `timeout`.
+    pub(crate) async fn wait(mut self, timeout: Duration) -> Outcome {
+        let landed = self.0.wait_for(|o| *o != Outcome::Pending);
+        match tokio::time::timeout(timeout, landed).await {
+            Ok(Ok(outcome)) => *outcome,
+            Ok(Err(_)) | Err(_) => Outcome::NotStored,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn followers_learn_the_outcome_and_the_flight_ends() {
+        let flights = Arc::new(Flights::default());
+        let Role::Leader(guard) = flights.join("k") else {
+            panic!("first is the leader")
+        };
+        let Role::Follower(waiter) = flights.join("k") else {
+            panic!("second follows")
+        };
+        guard.finish(Outcome::Stored);
+        assert_eq!(waiter.wait(Duration::from_secs(1)).await, Outcome::Stored);
+        assert!(matches!(flights.join("k"), Role::Leader(_)));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_leader_means_not_stored_and_slow_leaders_time_out() {
+        let flights = Arc::new(Flights::default());
+        let leader = flights.join("k");
+        let Role::Follower(waiter) = flights.join("k") else {
+            panic!("second follows")
+        };
+        assert_eq!(
+            waiter.wait(Duration::from_millis(10)).await,
+            Outcome::NotStored
+        );
+        let Role::Follower(waiter) = flights.join("k") else {
+            panic!("still in flight")
+        };
+        drop(leader);
+        assert_eq!(
+            waiter.wait(Duration::from_secs(1)).await,
+            Outcome::NotStored
+        );
+    }
+}
