@@ -66,7 +66,10 @@ cleanup() {
 trap cleanup EXIT
 
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-mkdir -p "$TMP/nginx"
+mkdir -p "$TMP/nginx/cache"
+# nginx workers run as nobody: they write the cache and temp files here.
+chmod 755 "$TMP"
+chmod -R 777 "$TMP/nginx"
 if [ "$SCENARIO" != respond ]; then
     [ -x "$NGINX" ] || { echo "quick.sh: the $SCENARIO scenario needs nginx as its origin (apt-get install nginx-light)" >&2; exit 1; }
     sed "s#NGINX_PREFIX#$TMP/nginx#g" benches/configs/nginx-origin.conf > "$TMP/origin.conf"
