@@ -152,7 +152,8 @@ impl Entry {
     /// Its current age (RFC 9111 4.2.3): corrected initial age plus resident time.
     #[inline]
     pub(crate) fn age(&self, now: Instant) -> Duration {
-        self.initial_age + now.saturating_duration_since(self.received)
+        self.initial_age
+            .saturating_add(now.saturating_duration_since(self.received))
     }
 
     /// Bytes it costs in the size bound (without its key).
@@ -173,7 +174,7 @@ impl Entry {
         }
         let d = &self.directives;
         let grace = d.stale_while_revalidate.max(d.stale_if_error).unwrap_or(0);
-        let end = self.lifetime + Duration::from_secs(grace);
+        let end = self.lifetime.saturating_add(Duration::from_secs(grace));
         Some(end.saturating_sub(self.age(now)))
     }
 

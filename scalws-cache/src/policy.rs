@@ -140,9 +140,13 @@ pub(crate) fn age_header(headers: &HeaderMap) -> u64 {
     headers
         .get(AGE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(0, |age| age.min(MAX_AGE))
 }
+
+/// The largest `Age` we believe (2^31 seconds, as for delta-seconds in
+/// RFC 9111 1.2.2): larger values would overflow the age arithmetic.
+const MAX_AGE: u64 = 1 << 31;
 
 /// The corrected initial age (RFC 9111 4.2.3) of a response with `date`
 /// and `age` seconds, asked for at `request_time` and received at `response_time`.
@@ -211,7 +215,7 @@ pub(crate) fn usability(
     if d.must_revalidate {
         return Use::Revalidate;
     }
-    let staleness = age - lifetime;
+    let staleness = age.saturating_sub(lifetime);
     let within = |secs: Option<u64>| secs.is_some_and(|s| staleness <= Duration::from_secs(s));
     if within(request.max_stale) {
         return Use::Stale;

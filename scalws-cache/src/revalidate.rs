@@ -14,8 +14,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use http::header::AUTHORIZATION;
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::header::{
+    AUTHORIZATION, CONTENT_LENGTH, EXPECT, IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE,
+    IF_UNMODIFIED_SINCE, RANGE, TRANSFER_ENCODING,
+};
+use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use scalws_core::Body;
 use tower::{Service, ServiceExt};
@@ -47,17 +50,18 @@ where
         return fetch::fetch(shared, inner, key, request, guard).await;
     }
     let client = request.headers().clone();
-    if !conditional::make_conditional(request.headers_mut(), &entry) {
-        // No validator: nothing to ask but the whole response.
-        return fetch::fetch(shared, inner, key, request, guard).await;
+    // Without a validator there is nothing to ask but the whole response;
+    // `stale-if-error` still applies to it.
+    let has_validators = conditional::make_conditional(request.headers_mut(), &entry);
+    if has_validators {
+        Counters::count(&shared.counters.revalidations);
     }
-    Counters::count(&shared.counters.revalidations);
     let request_time = SystemTime::now();
     let response = fetch::call(inner, request).await;
     let exchange = Exchange::now(&client, request_time);
     let counters = &shared.counters;
     match response.status() {
-        StatusCode::NOT_MODIFIED => {
+        StatusCode::NOT_MODIFIED if has_validators => {
             let (refreshed, stored) = refresh(shared, &key, &entry, &exchange, response.headers());
             if let (Some(guard), true) = (guard, stored) {
                 guard.finish(Outcome::Stored);
@@ -107,7 +111,7 @@ pub(crate) fn in_background<S>(
     *revalidation.method_mut() = Method::GET;
     *revalidation.uri_mut() = request.uri().clone();
     *revalidation.version_mut() = request.version();
-    *revalidation.headers_mut() = request.headers().clone();
+    *revalidation.headers_mut() = background_headers(request.headers());
     *revalidation.extensions_mut() = request.extensions().clone();
     let client = request.headers().clone();
     let has_validators = conditional::make_conditional(revalidation.headers_mut(), entry);
@@ -128,10 +132,44 @@ pub(crate) fn in_background<S>(
             tracing::debug!(%key, %status, "cache: background refresh failed, keeping the stale response");
         } else {
             let response = fetch::store(&shared, key, &exchange, response, Some(guard));
-            // Reading the body is what stores it.
-            let _ = response.into_body().collect().await;
+            // Reading the body is what stores it (the tee keeps at most
+            // `max_object`); each frame is dropped as soon as it is read.
+            drain(response.into_body()).await;
         }
     });
+}
+
+/// The client's headers for a background refresh: without framing (the
+/// refresh has no body), ranges, the client's own conditions and `Expect`;
+/// the cache adds its own validators.
+fn background_headers(client: &HeaderMap) -> HeaderMap {
+    let dropped: [HeaderName; 9] = [
+        CONTENT_LENGTH,
+        TRANSFER_ENCODING,
+        RANGE,
+        IF_RANGE,
+        IF_NONE_MATCH,
+        IF_MODIFIED_SINCE,
+        IF_MATCH,
+        IF_UNMODIFIED_SINCE,
+        EXPECT,
+    ];
+    let mut headers = HeaderMap::with_capacity(client.keys_len());
+    for (name, value) in client {
+        if !dropped.contains(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    headers
+}
+
+/// Reads `body` to its end frame by frame, keeping nothing.
+pub(crate) async fn drain(mut body: Body) {
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            break;
+        }
+    }
 }
 
 /// Applies a 304 to `entry`: stores the refreshed response (or removes the

@@ -24,6 +24,12 @@ impl Scheme {
     }
 }
 
+/// The host a request was routed by, when a policy has since replaced its
+/// `Host` (a `rewrite.host`): forwarding headers and the response cache key
+/// use it, so the rewrite never merges or hides the client's host.
+#[derive(Clone, Debug)]
+pub struct OriginalHost(pub http::HeaderValue);
+
 /// Put in every request's extensions by the server runtime.
 ///
 /// Shared by all requests of one connection: cloning it is one reference count.

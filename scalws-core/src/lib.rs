@@ -41,6 +41,6 @@ pub mod server;
 pub mod tls;
 
 pub use body::Body;
-pub use conn::{ConnInfo, Scheme};
+pub use conn::{ConnInfo, OriginalHost, Scheme};
 pub use error::BoxError;
 pub use server::{BindFailed, Limits, ListenerProtocol, ListenerSpec, Server};

@@ -181,7 +181,9 @@ impl Gateway {
     /// Routes and answers one request.
     pub fn handle(&self, request: Request<Body>) -> ActionFuture {
         let (mut parts, body) = request.into_parts();
-        let Some(hosts) = self.hosts_for(&parts) else {
+        // One extension lookup serves the listener table and the 421 check.
+        let conn = parts.extensions.get::<ConnInfo>();
+        let Some(hosts) = self.hosts_for(conn) else {
             return ActionFuture::error(StatusCode::NOT_FOUND);
         };
         let Some(host) = request_host(&parts) else {
@@ -193,7 +195,7 @@ impl Gateway {
         let Some(application) = hosts.get(&host) else {
             return ActionFuture::error(StatusCode::NOT_FOUND);
         };
-        if let Some(conn) = parts.extensions.get::<ConnInfo>()
+        if let Some(conn) = conn
             && conn.scheme() == Scheme::Https
             && misdirected(conn, &host)
         {
@@ -234,9 +236,9 @@ impl Gateway {
             .map(|(_, cache)| cache)
     }
 
-    fn hosts_for(&self, parts: &Parts) -> Option<&HostTable<Arc<Application>>> {
+    fn hosts_for(&self, conn: Option<&ConnInfo>) -> Option<&HostTable<Arc<Application>>> {
         let listeners = &self.inner.listeners;
-        match parts.extensions.get::<ConnInfo>() {
+        match conn {
             // A handful of listeners: a scan of short names beats hashing.
             Some(conn) => listeners
                 .iter()

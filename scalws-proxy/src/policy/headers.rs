@@ -1,6 +1,6 @@
 //! Gateway API header modifiers (`HTTPHeaderFilter`) for requests and responses.
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 /// Changes headers in the Gateway API order: `set`, then `add`, then `remove`.
 /// Names are case-insensitive (a [`HeaderName`] is lower-case).
@@ -47,7 +47,13 @@ impl HeaderModifier {
             headers.insert(name.clone(), value.clone());
         }
         for (name, value) in &self.add {
-            let joined = joined_with(headers, name, value);
+            if *name == header::SET_COOKIE {
+                // Set-Cookie cannot be joined into one line (RFC 6265 3): one line each.
+                headers.append(name.clone(), value.clone());
+                continue;
+            }
+            let separator: &[u8] = if *name == header::COOKIE { b"; " } else { b", " };
+            let joined = joined_with(headers, name, value, separator);
             headers.insert(name.clone(), joined);
         }
         for name in &self.remove {
@@ -56,8 +62,14 @@ impl HeaderModifier {
     }
 }
 
-/// Every value of `name` and then `value`, as one `", "`-separated line.
-fn joined_with(headers: &HeaderMap, name: &HeaderName, value: &HeaderValue) -> HeaderValue {
+/// Every value of `name` and then `value`, as one line joined by `separator`
+/// (`", "` for list headers, `"; "` for Cookie).
+fn joined_with(
+    headers: &HeaderMap,
+    name: &HeaderName,
+    value: &HeaderValue,
+    separator: &[u8],
+) -> HeaderValue {
     let mut values = headers.get_all(name).iter().peekable();
     if values.peek().is_none() {
         return value.clone();
@@ -65,7 +77,7 @@ fn joined_with(headers: &HeaderMap, name: &HeaderName, value: &HeaderValue) -> H
     let mut line = Vec::new();
     for existing in values {
         line.extend_from_slice(existing.as_bytes());
-        line.extend_from_slice(b", ");
+        line.extend_from_slice(separator);
     }
     line.extend_from_slice(value.as_bytes());
     // Valid values joined by ", " are a valid value; the fallback keeps the new one alone.
@@ -83,6 +95,20 @@ mod tests {
 
     fn value(v: &'static str) -> HeaderValue {
         HeaderValue::from_static(v)
+    }
+
+    #[test]
+    fn add_keeps_set_cookie_lines_apart_and_joins_cookie_with_semicolons() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::SET_COOKIE, value("a=1"));
+        headers.insert(header::COOKIE, value("x=1"));
+        HeaderModifier::new()
+            .add(header::SET_COOKIE, value("b=2"))
+            .add(header::COOKIE, value("y=2"))
+            .apply(&mut headers);
+        let cookies: Vec<_> = headers.get_all(header::SET_COOKIE).iter().collect();
+        assert_eq!(cookies, ["a=1", "b=2"]);
+        assert_eq!(headers[header::COOKIE], "x=1; y=2");
     }
 
     #[test]

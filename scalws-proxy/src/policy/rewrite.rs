@@ -79,7 +79,7 @@ impl Rewrite {
             if let Some(original) = original {
                 parts
                     .extensions
-                    .insert(crate::proxy::OriginalHost(original));
+                    .insert(scalws_core::OriginalHost(original));
             }
             parts.headers.insert(header::HOST, value.clone());
             if parts.uri.authority().is_some() {

@@ -22,16 +22,12 @@ mod upgrade;
 
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
-use scalws_core::{Body, ConnInfo};
+use scalws_core::{Body, ConnInfo, OriginalHost};
 
 use scalws_cache::{Cache, CacheService};
 use tower::{Layer, ServiceExt};
 
 use crate::upstream::UpstreamPool;
-
-/// The client's Host, kept by a `rewrite.host` for `X-Forwarded-Host`.
-#[derive(Clone, Debug)]
-pub(crate) struct OriginalHost(pub(crate) HeaderValue);
 
 /// Forwards requests to one pool, through a response cache when one is set.
 #[derive(Clone)]

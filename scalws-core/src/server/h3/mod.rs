@@ -151,6 +151,13 @@ fn open_endpoint(
 /// closes a connection that has had no request in flight for that long.
 fn transport(limits: &Limits) -> quinn::TransportConfig {
     let mut transport = quinn::TransportConfig::default();
+    // Bound what one connection can make us buffer when the service reads
+    // slowly (quinn's default connection window is unlimited): 1 MiB per
+    // stream and 16 MiB per connection, in the range of HTTP/2's defaults.
+    transport.stream_receive_window(quinn::VarInt::from_u32(1 << 20));
+    transport.receive_window(quinn::VarInt::from_u32(16 << 20));
+    // HTTP/3 here reads no datagrams.
+    transport.datagram_receive_buffer_size(None);
     transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(
         limits.h2_max_concurrent_streams.get(),
     ));
