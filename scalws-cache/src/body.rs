@@ -14,6 +14,11 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+/// What one collected chunk costs beyond its bytes (its `Bytes` handle and
+/// slot), counted against the limit so that many tiny chunks cannot make the
+/// copy cost far more than the body.
+pub(crate) const CHUNK_OVERHEAD: u64 = 64;
+
 pin_project! {
     /// A body that hands a copy of itself to `on_complete` once whole.
     pub(crate) struct TeeBody<B, F> {
@@ -26,6 +31,9 @@ pin_project! {
 struct Collector<F> {
     chunks: Vec<Bytes>,
     len: u64,
+    /// What the copy costs so far: its bytes plus [`CHUNK_OVERHEAD`] per chunk
+    /// after the first.
+    cost: u64,
     limit: u64,
     expected: Option<u64>,
     on_complete: F,
@@ -42,6 +50,7 @@ where
         let mut collector = Some(Collector {
             chunks: Vec::new(),
             len: 0,
+            cost: 0,
             limit,
             expected,
             on_complete,
@@ -89,7 +98,18 @@ where
             Some(Ok(frame)) => {
                 if let (Some(data), Some(c)) = (frame.data_ref(), this.collector.as_mut()) {
                     c.len += data.len() as u64;
-                    if c.len > c.limit {
+                    // A body in one chunk may be `limit` bytes; each further
+                    // chunk costs its overhead too.
+                    let overhead = if c.chunks.is_empty() {
+                        0
+                    } else {
+                        CHUNK_OVERHEAD
+                    };
+                    c.cost = c
+                        .cost
+                        .saturating_add(data.len() as u64)
+                        .saturating_add(overhead);
+                    if c.cost > c.limit {
                         tracing::debug!(limit = c.limit, "cache: body over max_object, not stored");
                         *this.collector = None;
                     } else {
@@ -156,7 +176,7 @@ mod tests {
 
     #[tokio::test]
     async fn whole_bodies_are_handed_over() {
-        let (t, seen) = tee(chunks(vec![Ok("ab"), Ok("cd")]), 10, None);
+        let (t, seen) = tee(chunks(vec![Ok("ab"), Ok("cd")]), 4 + CHUNK_OVERHEAD, None);
         assert_eq!(
             t.collect().await.ok().map(|c| c.to_bytes()),
             Some(Bytes::from("abcd"))
@@ -175,8 +195,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn tiny_chunks_count_their_overhead() {
+        // 16 one-byte chunks: 16 bytes of body, but 16 handles to keep.
+        let parts = vec![Ok("x"); 16];
+        let (t, seen) = tee(chunks(parts.clone()), 100, None);
+        assert_eq!(t.collect().await.ok().map(|c| c.to_bytes().len()), Some(16));
+        assert!(seen.lock().expect("lock").is_none());
+        let (t, seen) = tee(chunks(parts), 16 + 15 * CHUNK_OVERHEAD, None);
+        assert!(t.collect().await.is_ok());
+        assert_eq!(
+            seen.lock().expect("lock").as_ref().map(Bytes::len),
+            Some(16)
+        );
+    }
+
+    #[tokio::test]
     async fn failed_or_short_bodies_are_not_handed_over() {
-        let (t, seen) = tee(chunks(vec![Ok("ab"), Err("reset")]), 10, None);
+        let (t, seen) = tee(chunks(vec![Ok("ab"), Err("reset")]), 100, None);
         assert!(t.collect().await.is_err());
         assert!(seen.lock().expect("lock").is_none());
         let (t, seen) = tee(chunks(vec![Ok("ab")]), 10, Some(5));

@@ -41,8 +41,19 @@ impl Cache {
 
     /// The tower layer that serves requests from this cache and fills it
     /// from the service it wraps (the origin).
+    ///
+    /// Its keys are in the default (empty) partition; see [`Cache::layer_for`].
     pub fn layer(&self) -> CacheLayer {
-        CacheLayer::new(Arc::clone(&self.shared))
+        self.layer_for("")
+    }
+
+    /// Like [`Cache::layer`], with keys in `partition` (a route's name, say):
+    /// layers of different partitions share the store and its `max_size`, but
+    /// never entries, so a route that a header selects or that rewrites the
+    /// path cannot answer for another route. Purges remove matching entries
+    /// of every partition.
+    pub fn layer_for(&self, partition: impl Into<Arc<str>>) -> CacheLayer {
+        CacheLayer::new(Arc::clone(&self.shared), partition.into())
     }
 
     /// The counters now. `bytes_stored` and `entries` lag evictions until

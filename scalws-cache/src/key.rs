@@ -1,8 +1,10 @@
 //! The primary cache key: scheme + host + path-and-query, as one string
-//! `scheme://host/path?query`.
+//! `scheme://host/path?query`, after the layer's partition if it has one
+//! (`len#partition`).
 //!
 //! The host is taken as the router takes it (the URI authority, which HTTP/2
-//! and absolute-form HTTP/1.1 carry, else `Host`), so the key names the same
+//! and absolute-form HTTP/1.1 carry, else `Host`; but the client's own in
+//! `OriginalHost` once a `rewrite.host` replaced it), so the key names the same
 //! application the request was routed to. It is normalised (lower case, no
 //! port, no trailing dot) and must be a plain host name or an IP literal: a
 //! request whose host has any other character is not cached at all, so no
@@ -11,23 +13,60 @@
 
 use http::Request;
 use http::header::HOST;
-use scalws_core::{ConnInfo, Scheme};
+use scalws_core::{ConnInfo, OriginalHost, Scheme};
 
-/// The key of `request`, or `None` when the request cannot be keyed safely
-/// (no host, an invalid host, a target that is not origin-form).
+/// The key of `request` in `partition` (empty: the default one), or `None`
+/// when the request cannot be keyed safely (no host, an invalid host, a
+/// target that is not origin-form).
 #[inline]
-pub(crate) fn primary_key<B>(request: &Request<B>) -> Option<String> {
+pub(crate) fn primary_key<B>(request: &Request<B>, partition: &str) -> Option<String> {
     let scheme = request
         .extensions()
         .get::<ConnInfo>()
         .map_or(Scheme::Http, ConnInfo::scheme)
         .as_str();
-    let host = match request.uri().authority() {
-        Some(authority) => authority.as_str(),
-        None => request.headers().get(HOST)?.to_str().ok()?,
+    // The host the request was routed by: a `rewrite.host` keeps it here.
+    let host = match request.extensions().get::<OriginalHost>() {
+        Some(OriginalHost(original)) => original.to_str().ok()?,
+        None => match request.uri().authority() {
+            Some(authority) => authority.as_str(),
+            None => request.headers().get(HOST)?.to_str().ok()?,
+        },
     };
     let path_and_query = request.uri().path_and_query().map_or("/", |p| p.as_str());
-    url_key(scheme, host, path_and_query)
+    let url = url_key(scheme, host, path_and_query)?;
+    Some(partitioned(partition, url))
+}
+
+/// `url` (a key made by [`url_key`]) in `partition`: `len#partition` before
+/// it, or nothing for the default (empty) partition. A URL key starts with
+/// its scheme (a letter), a partitioned one with a digit, so no two
+/// (partition, URL) pairs share a key.
+pub(crate) fn partitioned(partition: &str, url: String) -> String {
+    if partition.is_empty() {
+        return url;
+    }
+    let len = partition.len().to_string();
+    let mut key = String::with_capacity(len.len() + 1 + partition.len() + url.len());
+    key.push_str(&len);
+    key.push('#');
+    key.push_str(partition);
+    key.push_str(&url);
+    key
+}
+
+/// The URL part of a key made by [`partitioned`] (without its partition).
+pub(crate) fn url_part(key: &str) -> &str {
+    if !key.starts_with(|c: char| c.is_ascii_digit()) {
+        return key;
+    }
+    let Some((len, rest)) = key.split_once('#') else {
+        return key;
+    };
+    len.parse::<usize>()
+        .ok()
+        .and_then(|len| rest.get(len..))
+        .unwrap_or(key)
 }
 
 /// The key of `scheme://host/path?query`; `host` may carry a port.
@@ -47,8 +86,10 @@ pub(crate) fn url_key(scheme: &str, host: &str, path_and_query: &str) -> Option<
 }
 
 /// The host and path-and-query of a key made by [`url_key`].
+/// (in any partition).
 pub(crate) fn host_and_path(key: &str) -> (&str, &str) {
-    let rest = key.split_once("://").map_or(key, |(_, rest)| rest);
+    let rest = url_part(key);
+    let rest = rest.split_once("://").map_or(key, |(_, rest)| rest);
     // A valid host has no '/', and a path starts with one.
     rest.split_at(rest.find('/').unwrap_or(rest.len()))
 }
@@ -127,12 +168,58 @@ mod tests {
             .header(HOST, "a.example")
             .body(())
             .expect("request");
-        assert_eq!(primary_key(&request).as_deref(), Some("http://b.example/p"));
+        assert_eq!(
+            primary_key(&request, "").as_deref(),
+            Some("http://b.example/p")
+        );
         let request = Request::get("/p")
             .header(HOST, "A.example:81")
             .body(())
             .expect("request");
-        assert_eq!(primary_key(&request).as_deref(), Some("http://a.example/p"));
+        assert_eq!(
+            primary_key(&request, "").as_deref(),
+            Some("http://a.example/p")
+        );
+    }
+
+    #[test]
+    fn the_original_host_wins_over_a_rewritten_one() {
+        let mut request = Request::get("/p")
+            .header(HOST, "backend.internal")
+            .body(())
+            .expect("request");
+        request
+            .extensions_mut()
+            .insert(OriginalHost(http::HeaderValue::from_static(
+                "Client.example:443",
+            )));
+        assert_eq!(
+            primary_key(&request, "").as_deref(),
+            Some("http://client.example/p")
+        );
+        *request.uri_mut() = "http://backend.internal/p".parse().expect("uri");
+        assert_eq!(
+            primary_key(&request, "").as_deref(),
+            Some("http://client.example/p")
+        );
+    }
+
+    #[test]
+    fn partitions_never_share_keys() {
+        let request = Request::get("http://a.example/p")
+            .body(())
+            .expect("request");
+        let a = primary_key(&request, "canary").expect("key");
+        let b = primary_key(&request, "main").expect("key");
+        let plain = primary_key(&request, "").expect("key");
+        assert!(a != b && a != plain && b != plain);
+        for key in [&a, &b, &plain] {
+            assert_eq!(url_part(key), "http://a.example/p");
+            assert_eq!(host_and_path(key), ("a.example", "/p"));
+        }
+        // A partition that looks like a URL cannot be confused with one.
+        let tricky = primary_key(&request, "http://a.example/p#").expect("key");
+        assert_eq!(host_and_path(&tricky), ("a.example", "/p"));
     }
 
     #[test]

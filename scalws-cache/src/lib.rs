@@ -30,13 +30,16 @@
 //!
 //! ## The key, and cache poisoning
 //!
-//! The key is scheme + host + path-and-query (+ the `Vary` headers). A header
+//! The key is the layer's partition ([`Cache::layer_for`]; none for
+//! [`Cache::layer`]) + scheme + host + path-and-query (+ the `Vary` headers):
+//! routes of one application share the store but never entries. A header
 //! that is not in the key cannot choose which stored response a request gets,
 //! so a response that depends on such a header must name it in `Vary`;
 //! otherwise it is stored and served to everyone as it is. (An origin that
 //! reflects `X-Forwarded-Host` into its pages without `Vary: X-Forwarded-Host`
 //! is trusting every client to send the same value.) The host is the one the
-//! request was routed by, and a request whose host is not a plain name or IP
+//! request was routed by (`scalws_core::OriginalHost` when a rewrite replaced
+//! `Host`), and a request whose host is not a plain name or IP
 //! literal is not cached. Pages that are personal must say `private` (or
 //! `no-store`): `/account/x.css` with `Cache-Control: private` is not stored
 //! whatever its extension.

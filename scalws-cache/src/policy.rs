@@ -290,6 +290,17 @@ mod tests {
     }
 
     #[test]
+    fn an_absurd_age_is_capped() {
+        let h = hm(&[("age", "18446744073709551615")]);
+        assert_eq!(age_header(&h), 1 << 31);
+        let now = SystemTime::now();
+        assert_eq!(
+            initial_age(age_header(&h), now, now, now).as_secs(),
+            1 << 31
+        );
+    }
+
+    #[test]
     fn initial_age_takes_the_larger_estimate() {
         let now = SystemTime::now();
         let date = now - Duration::from_secs(30);

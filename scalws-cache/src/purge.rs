@@ -1,9 +1,10 @@
 //! Purging: removing stored responses on demand (the admin listener's
 //! `POST /cache/purge`, or any embedder).
 //!
-//! A URL purge is one removal (a URL's variants are stored together). Host and
-//! prefix purges walk every stored URL: they cost a pass over the cache, which
-//! is fine for an admin call and never happens on the request path.
+//! Every purge removes matching responses of every partition
+//! ([`Cache::layer_for`]), so each walks every stored URL (a URL's variants
+//! are stored together): a pass over the cache, which is fine for an admin
+//! call and never happens on the request path.
 
 use crate::cache::Cache;
 use crate::key;
@@ -15,7 +16,13 @@ impl Cache {
     /// responses removed.
     pub fn purge_url(&self, scheme: &str, host: &str, path_and_query: &str) -> u64 {
         let scheme = scheme.to_ascii_lowercase();
-        key::url_key(&scheme, host, path_and_query).map_or(0, |key| self.shared.store.remove(&key))
+        let Some(url) = key::url_key(&scheme, host, path_and_query) else {
+            return 0;
+        };
+        // One key per partition: walk them all.
+        self.shared
+            .store
+            .remove_matching(|key| key::url_part(key) == url)
     }
 
     /// Removes every response stored for `host` (both schemes). Returns the

@@ -40,11 +40,16 @@ use crate::{fetch, key, revalidate};
 pub struct CacheService<S> {
     inner: S,
     shared: Arc<Shared>,
+    partition: Arc<str>,
 }
 
 impl<S> CacheService<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
-        Self { inner, shared }
+    pub(crate) fn new(inner: S, shared: Arc<Shared>, partition: Arc<str>) -> Self {
+        Self {
+            inner,
+            shared,
+            partition,
+        }
     }
 }
 
@@ -53,6 +58,7 @@ impl<S: Clone> Clone for CacheService<S> {
         Self {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
+            partition: Arc::clone(&self.partition),
         }
     }
 }
@@ -89,7 +95,7 @@ where
         if directives.no_store {
             return self.bypass(request, "request no-store");
         }
-        let Some(key) = key::primary_key(&request) else {
+        let Some(key) = key::primary_key(&request, &self.partition) else {
             return self.bypass(request, "no cacheable host");
         };
         let now = Instant::now();
@@ -173,7 +179,7 @@ where
         let key = if safe {
             None
         } else {
-            key::primary_key(&request)
+            key::primary_key(&request, &self.partition)
         };
         let future = self.inner.call(request);
         let Some(key) = key else {

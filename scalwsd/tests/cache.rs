@@ -150,3 +150,53 @@ fn cache_settings_are_checked() {
          c.yaml:7:40: applications[0].routes[0].cache: cache applies only to proxy routes"
     );
 }
+
+#[tokio::test]
+async fn a_header_matched_canary_route_never_answers_for_the_route_it_shadows() {
+    let cacheable = |name: &'static str| {
+        Upstream::start(move |_req| async move {
+            let mut response = ok(name);
+            response
+                .headers_mut()
+                .insert("cache-control", "max-age=60".parse().unwrap());
+            response
+        })
+    };
+    let main = cacheable("main").await;
+    let canary = cacheable("canary").await;
+    let yaml = format!(
+        r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  main: {{ addresses: ["{}"] }}
+  canary: {{ addresses: ["{}"] }}
+applications:
+  - name: site
+    domains: ["*"]
+    cache: {{ max_size: 1MiB }}
+    routes:
+      - {{ match: {{ path: {{ prefix: / }}, headers: {{ x-canary: "1" }} }}, proxy: canary }}
+      - {{ path: /, proxy: main }}
+"#,
+        main.addr, canary.addr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(&yaml, dir.path());
+    let addr = running.addr("http");
+    let client = TestClient::new(Proto::Http1);
+    let canary_request = || {
+        test_support::request("GET", "x", "/page")
+            .header("x-canary", "1")
+            .body(http_body_util::Full::default())
+            .unwrap()
+    };
+    assert_eq!(client.send(addr, canary_request()).await.text(), "canary");
+    assert_eq!(client.get(addr, "x", "/page").await.text(), "main");
+    assert_eq!(client.send(addr, canary_request()).await.text(), "canary");
+    assert_eq!(client.get(addr, "x", "/page").await.text(), "main");
+    assert_eq!(
+        (main.hits(), canary.hits()),
+        (1, 1),
+        "each route stores its own entry"
+    );
+}

@@ -52,7 +52,11 @@ impl HeaderModifier {
                 headers.append(name.clone(), value.clone());
                 continue;
             }
-            let separator: &[u8] = if *name == header::COOKIE { b"; " } else { b", " };
+            let separator: &[u8] = if *name == header::COOKIE {
+                b"; "
+            } else {
+                b", "
+            };
             let joined = joined_with(headers, name, value, separator);
             headers.insert(name.clone(), joined);
         }

@@ -77,9 +77,7 @@ impl Rewrite {
                     .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
             });
             if let Some(original) = original {
-                parts
-                    .extensions
-                    .insert(scalws_core::OriginalHost(original));
+                parts.extensions.insert(scalws_core::OriginalHost(original));
             }
             parts.headers.insert(header::HOST, value.clone());
             if parts.uri.authority().is_some() {

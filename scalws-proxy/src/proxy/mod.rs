@@ -80,9 +80,11 @@ impl Proxy {
     }
 
     /// Answers GET and HEAD from `cache` where RFC 9111 allows, asking the
-    /// pool on a miss.
-    pub fn with_cache(mut self, cache: &Cache) -> Self {
-        self.cached = Some(cache.layer().layer(Origin {
+    /// pool on a miss. `partition` names the route: routes sharing a cache
+    /// share its store and bound but never its entries (a header-matched
+    /// canary route must not answer for the route it shadows).
+    pub fn with_cache(mut self, cache: &Cache, partition: &str) -> Self {
+        self.cached = Some(cache.layer_for(partition).layer(Origin {
             pool: self.pool.clone(),
         }));
         self

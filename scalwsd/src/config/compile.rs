@@ -538,7 +538,13 @@ impl Compiler<'_> {
                 .map(|pool| {
                     let proxy = Proxy::new(pool);
                     match (&self.cache, r.cache.as_ref().map(|c| c.value)) {
-                        (Some(cache), None | Some(true)) => Action::Proxy(proxy.with_cache(cache)),
+                        (Some(cache), None | Some(true)) => {
+                            // Named by what the route matches, not by its position,
+                            // so reordering routes does not mix their entries.
+                            let partition =
+                                format!("{path_match:?}|{methods:?}|{headers:?}|{query:?}");
+                            Action::Proxy(proxy.with_cache(cache, &partition))
+                        }
                         _ => Action::Proxy(proxy),
                     }
                 });
