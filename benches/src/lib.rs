@@ -8,7 +8,9 @@
 //!   cache-hit against nginx with wrk) and `tls.sh` (HTTPS/h2 with h2load,
 //!   HTTP/3 with h3load), with their configurations in `configs/`.
 //!
-//! The criterion microbenchmarks, instruction counts and the A/B harness
-//! (`multi.sh`) are still to be built. `docs/benchmarks.md` has the method and
+//! - the criterion microbenchmarks in `benches/micro.rs` (host lookup, route
+//!   match, cache hit, whole in-process requests through the Gateway).
+//!
+//! Instruction counts and the A/B harness (`multi.sh`) are still to be built. `docs/benchmarks.md` has the method and
 //! the figures measured so far.
 #![forbid(unsafe_code)]
