@@ -5,25 +5,18 @@
 
 mod support;
 
-use test_support::upstream::{Upstream, ok, refused_addr};
+use test_support::upstream::{Upstream, refused_addr};
 use test_support::{Proto, Reply, TestClient, request};
 
 const PROTOS: [Proto; 2] = [Proto::Http1, Proto::H2c];
 
 /// An upstream that answers with its request line and headers, one per line.
 async fn echo() -> Upstream {
-    Upstream::start(|req| async move {
-        let mut text = format!("{} {}\n", req.method(), req.uri());
-        for (name, value) in req.headers() {
-            text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
-        }
-        let mut response = ok(text);
-        let headers = response.headers_mut();
-        headers.insert("x-up-set", "old".parse().unwrap());
-        headers.insert("x-up-add", "a".parse().unwrap());
-        headers.insert("server", "upstream".parse().unwrap());
-        response
-    })
+    test_support::upstream::echo(&[
+        ("x-up-set", "old"),
+        ("x-up-add", "a"),
+        ("server", "upstream"),
+    ])
     .await
 }
 

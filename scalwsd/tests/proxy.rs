@@ -37,21 +37,15 @@ applications:
     )
 }
 
-/// An upstream that answers with the request line and headers it received, one per line.
+/// An upstream that answers with the request line and headers it received,
+/// one per line, and sends hop-by-hop headers the proxy must remove.
 async fn echo_headers() -> Upstream {
-    Upstream::start(|req| async move {
-        let mut text = format!("{} {}\n", req.method(), req.uri());
-        for (name, value) in req.headers() {
-            text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
-        }
-        let mut response = ok(text);
-        let headers = response.headers_mut();
-        headers.insert("connection", "x-upstream-hop".parse().unwrap());
-        headers.insert("x-upstream-hop", "1".parse().unwrap());
-        headers.insert("keep-alive", "timeout=5".parse().unwrap());
-        headers.insert("x-end-to-end", "kept".parse().unwrap());
-        response
-    })
+    test_support::upstream::echo(&[
+        ("connection", "x-upstream-hop"),
+        ("x-upstream-hop", "1"),
+        ("keep-alive", "timeout=5"),
+        ("x-end-to-end", "kept"),
+    ])
     .await
 }
 

@@ -134,3 +134,20 @@ pub fn refused_addr() -> SocketAddr {
     drop(listener);
     addr
 }
+
+/// An upstream that answers with the request line and headers it received,
+/// one per line, adding `response_headers` to its response.
+pub async fn echo(response_headers: &'static [(&'static str, &'static str)]) -> Upstream {
+    Upstream::start(move |req| async move {
+        let mut text = format!("{} {}\n", req.method(), req.uri());
+        for (name, value) in req.headers() {
+            text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
+        }
+        let mut response = ok(text);
+        for (name, value) in response_headers {
+            response.headers_mut().insert(*name, value.parse().unwrap());
+        }
+        response
+    })
+    .await
+}

@@ -23,6 +23,7 @@ use super::schema::{
     ApplicationFile, BackendFile, CacheFile, File, HeadersFile, LimitsFile, ListenerFile,
     ListenerTlsFile, NotYet, RedirectFile, RewriteFile, RouteFile,
 };
+use super::units::DurationValue;
 use super::upstreams::Upstreams;
 
 pub(crate) fn compile(
@@ -172,38 +173,38 @@ impl Compiler<'_> {
         }
     }
 
+    /// `value`, reported unless it is in `1..=max` (and clamped, so later checks go on).
+    fn bounded(&mut self, value: &Spanned<usize>, max: usize, path: &str) -> usize {
+        if !(1..=max).contains(&value.value) {
+            self.errors.at(
+                &value.referenced,
+                path,
+                format!("must be between 1 and {max}"),
+            );
+        }
+        value.value.clamp(1, max)
+    }
+
+    /// A duration that must not be zero.
+    fn positive(&mut self, value: &Spanned<DurationValue>, path: &str) -> std::time::Duration {
+        if value.value.0.is_zero() {
+            self.errors
+                .at(&value.referenced, path, "must be more than 0s");
+        }
+        value.value.0
+    }
+
     fn limits(&mut self, file: &LimitsFile) -> Limits {
         let mut limits = Limits::default();
         let path = |key: &str| format!("limits.{key}");
         if let Some(v) = &file.max_connections {
-            if !(1..=MAX_CONNECTIONS).contains(&v.value) {
-                self.errors.at(
-                    &v.referenced,
-                    path("max_connections"),
-                    format!("must be between 1 and {MAX_CONNECTIONS}"),
-                );
-            }
-            limits.max_connections = v.value.clamp(1, MAX_CONNECTIONS);
+            limits.max_connections = self.bounded(v, MAX_CONNECTIONS, &path("max_connections"));
         }
         if let Some(v) = &file.header_read_timeout {
-            if v.value.0.is_zero() {
-                self.errors.at(
-                    &v.referenced,
-                    path("header_read_timeout"),
-                    "must be more than 0s",
-                );
-            }
-            limits.header_read_timeout = v.value.0;
+            limits.header_read_timeout = self.positive(v, &path("header_read_timeout"));
         }
         if let Some(v) = &file.keepalive_timeout {
-            if v.value.0.is_zero() {
-                self.errors.at(
-                    &v.referenced,
-                    path("keepalive_timeout"),
-                    "must be more than 0s",
-                );
-            }
-            limits.keepalive_timeout = v.value.0;
+            limits.keepalive_timeout = self.positive(v, &path("keepalive_timeout"));
         }
         if let Some(v) = &file.max_header_bytes {
             if v.value.0 < 8192 {
@@ -216,15 +217,8 @@ impl Compiler<'_> {
             limits.max_header_bytes = usize::try_from(v.value.0).unwrap_or(usize::MAX);
         }
         if let Some(v) = &file.max_headers {
-            if !(1..=MAX_HEADERS).contains(&v.value) {
-                // The HTTP/1 parser reserves room for this many headers per request.
-                self.errors.at(
-                    &v.referenced,
-                    path("max_headers"),
-                    format!("must be between 1 and {MAX_HEADERS}"),
-                );
-            }
-            limits.max_headers = v.value.clamp(1, MAX_HEADERS);
+            // The HTTP/1 parser reserves room for this many headers per request.
+            limits.max_headers = self.bounded(v, MAX_HEADERS, &path("max_headers"));
         }
         if let Some(v) = &file.h2_max_concurrent_streams {
             match NonZeroU32::new(v.value) {
