@@ -211,16 +211,18 @@ pub fn insecure_client_config(alpn: &[&[u8]]) -> rustls::ClientConfig {
         .with_safe_default_protocol_versions()
         .unwrap()
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config
 }
 
+/// Accepts any server certificate (signatures are still checked): for tests
+/// that look at the certificate they get rather than trust it.
 #[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+pub struct AcceptAnyCertificate(pub Arc<rustls::crypto::CryptoProvider>);
 
-impl rustls::client::danger::ServerCertVerifier for AcceptAny {
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCertificate {
     fn verify_server_cert(
         &self,
         _: &CertificateDer<'_>,
