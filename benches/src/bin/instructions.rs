@@ -1,0 +1,245 @@
+//! The single-process workload that `benches/instructions.sh` runs under
+//! valgrind's callgrind to count instructions per request.
+//!
+//! ```text
+//! instructions SCENARIO COUNT
+//! ```
+//!
+//! One thread does everything, so the count is repeatable: a current-thread
+//! runtime runs the real `scalws_core::Server` with a gateway loaded from
+//! YAML by `scalwsd::config::load`, an origin (a small hyper server) for the
+//! `proxy` and `cache-hit` scenarios, and a client that sends `COUNT`
+//! HTTP/1.1 requests one after another on one keep-alive connection (after
+//! the same warm-up requests whatever `COUNT` is). The script runs it with two
+//! counts and divides the difference in instructions by the difference in
+//! requests, so start-up and shutdown cancel out.
+//!
+//! Every response must be `200` with the expected body, or the program exits
+//! 1: a count of error responses would be a count of the wrong thing.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Requests sent before the measured ones: connections made, caches filled.
+const WARMUP: usize = 20;
+
+/// The scenarios, with the path each requests and the body it expects.
+const SCENARIOS: [(&str, &str, &str); 4] = [
+    ("respond", "/respond", "ok"),
+    ("static-small", "/static/small.html", SMALL_FILE),
+    ("proxy", "/proxy", "ok"),
+    ("cache-hit", "/cache", "ok"),
+];
+
+/// The static file of the `static-small` scenario (written to a temp dir).
+const SMALL_FILE: &str =
+    "<!doctype html><title>small</title><p>A small static file for the benchmark.</p>\n";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = || {
+        eprintln!(
+            "usage: instructions SCENARIO COUNT  (SCENARIO: respond, static-small, proxy, cache-hit)"
+        );
+        ExitCode::from(2)
+    };
+    let [_, scenario, count] = args.as_slice() else {
+        return usage();
+    };
+    let Some(&(_, path, body)) = SCENARIOS.iter().find(|(name, ..)| name == scenario) else {
+        return usage();
+    };
+    let Ok(count) = count.parse::<usize>() else {
+        return usage();
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("instructions: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(path, body, count)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("instructions: {scenario}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(path: &str, body: &str, count: usize) -> Result<(), String> {
+    let origin = start_origin().await?;
+    let root = std::env::temp_dir().join(format!("scalws-instructions-{}", std::process::id()));
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let result = async {
+        std::fs::write(root.join("small.html"), SMALL_FILE)
+            .map_err(|e| format!("{}: {e}", root.display()))?;
+        let yaml = config(origin, &root);
+        let config = scalwsd::config::load("instructions.yaml", &yaml, Path::new("."))
+            .map_err(|errors| errors.to_string())?;
+        let server = scalws_core::server::Server::bind(&config.listeners, config.limits)
+            .map_err(|e| e.to_string())?;
+        let address = server
+            .local_addrs()
+            .first()
+            .map(|(_, address)| *address)
+            .ok_or("no listener")?;
+        tokio::spawn(server.serve(config.gateway, std::future::pending::<()>()));
+        let host = if path == "/cache" {
+            "cached.test"
+        } else {
+            "bench.test"
+        };
+        let request =
+            format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nuser-agent: instructions\r\n\r\n");
+        let mut client = Client::connect(address).await?;
+        for _ in 0..WARMUP + count {
+            client
+                .get(request.as_bytes(), body.as_bytes())
+                .await
+                .map_err(|e| format!("{path}: {e}"))?;
+        }
+        Ok(())
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&root);
+    result
+}
+
+fn config(origin: SocketAddr, root: &Path) -> String {
+    format!(
+        r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  origin: {{ addresses: ["{origin}"], max_idle_per_address: 16 }}
+applications:
+  - name: bench
+    domains: ["bench.test"]
+    routes:
+      - {{ path: /respond, respond: {{ status: 200, body: ok, headers: {{ content-type: text/plain }} }} }}
+      - {{ path: /static, static: {{ root: "{root}" }} }}
+      - {{ path: /proxy, proxy: origin }}
+  - name: cached
+    domains: ["cached.test"]
+    cache: {{ max_size: 64MiB, max_object: 1MiB }}
+    routes:
+      - {{ path: /cache, proxy: origin }}
+"#,
+        root = root.display()
+    )
+}
+
+/// The origin: `200 ok`, cacheable for an hour, over HTTP/1.1 keep-alive.
+async fn start_origin() -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("origin: {e}"))?;
+    let address = listener.local_addr().map_err(|e| format!("origin: {e}"))?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let service =
+                    hyper::service::service_fn(|_request: Request<hyper::body::Incoming>| async {
+                        let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
+                        response.headers_mut().insert(
+                            http::header::CACHE_CONTROL,
+                            http::HeaderValue::from_static("max-age=3600"),
+                        );
+                        Ok::<_, Infallible>(response)
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(address)
+}
+
+/// A minimal HTTP/1.1 client: one keep-alive connection, one request at a
+/// time, responses framed by `Content-Length`.
+struct Client {
+    stream: TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl Client {
+    async fn connect(address: SocketAddr) -> Result<Self, String> {
+        let stream = TcpStream::connect(address)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        Ok(Self {
+            stream,
+            buffer: Vec::with_capacity(4096),
+        })
+    }
+
+    /// Sends `request` and checks that the answer is `200` with `expected` as its body.
+    async fn get(&mut self, request: &[u8], expected: &[u8]) -> Result<(), String> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        self.buffer.clear();
+        let (head_end, length) = loop {
+            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
+                break (end + 4, self.check_head(end)?);
+            }
+            self.read_more().await?;
+        };
+        while self.buffer.len() < head_end + length {
+            self.read_more().await?;
+        }
+        if &self.buffer[head_end..] != expected {
+            return Err("unexpected body".into());
+        }
+        Ok(())
+    }
+
+    /// The status must be 200; returns the `Content-Length`.
+    fn check_head(&self, end: usize) -> Result<usize, String> {
+        let head = std::str::from_utf8(&self.buffer[..end]).map_err(|e| e.to_string())?;
+        if !head.starts_with("HTTP/1.1 200 ") {
+            return Err(format!("expected 200, got {:?}", head.lines().next()));
+        }
+        head.split("\r\n")
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())?
+            })
+            .ok_or_else(|| "no content-length".into())
+    }
+
+    /// Reads into the buffer's spare capacity (never zeroed, unlike a fresh array).
+    async fn read_more(&mut self) -> Result<(), String> {
+        self.buffer.reserve(4096);
+        let n = self
+            .stream
+            .read_buf(&mut self.buffer)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("the server closed the connection".into());
+        }
+        Ok(())
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
