@@ -18,6 +18,7 @@ use crate::entry::{Entry, Exchange, Head};
 use crate::policy::{self, Use};
 use crate::revalidate;
 use crate::stats::Counters;
+use crate::status::{CacheStatus, mark};
 
 /// A GET that goes to the origin: coalesced with concurrent ones for the same
 /// key, then answered from what the cache holds after the wait, or revalidated,
@@ -53,13 +54,13 @@ where
             if let Some(guard) = guard {
                 guard.finish(Outcome::Stored);
             }
-            let counter = if usable == Some(Use::Fresh) {
-                &shared.counters.hits
+            let (counter, status) = if usable == Some(Use::Fresh) {
+                (&shared.counters.hits, CacheStatus::Hit)
             } else {
-                &shared.counters.stale_served
+                (&shared.counters.stale_served, CacheStatus::Stale)
             };
             Counters::count(counter);
-            entry.respond(now, false, request.headers())
+            mark(entry.respond(now, false, request.headers()), status)
         }
         (Some(entry), Some(Use::Revalidate | Use::StaleWhileRevalidate)) => {
             revalidate::in_foreground(&shared, inner, key, request, directives, entry, guard).await
@@ -83,13 +84,14 @@ where
     let client = request.headers().clone();
     let request_time = SystemTime::now();
     let response = call(inner, request).await;
-    store(
+    let response = store(
         shared,
         key,
         &Exchange::now(&client, request_time),
         response,
         guard,
-    )
+    );
+    mark(response, CacheStatus::Miss)
 }
 
 /// Calls a service made ready before.

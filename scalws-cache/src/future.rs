@@ -12,6 +12,8 @@ use pin_project_lite::pin_project;
 use scalws_core::Body;
 use scalws_core::error::error_response;
 
+use crate::status::{CacheStatus, mark};
+
 type BoxFuture = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
 
 pin_project! {
@@ -26,7 +28,7 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F> {
         Ready { response: Option<Response<Body>> },
-        Inner { #[pin] future: F },
+        Inner { #[pin] future: F, status: CacheStatus },
         Boxed { future: BoxFuture },
     }
 }
@@ -40,9 +42,10 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(crate) fn inner(future: F) -> Self {
+    /// The inner service's future; its response is marked with `status`.
+    pub(crate) fn inner(future: F, status: CacheStatus) -> Self {
         Self {
-            kind: Kind::Inner { future },
+            kind: Kind::Inner { future, status },
         }
     }
 
@@ -66,7 +69,9 @@ where
             KindProj::Ready { response } => Poll::Ready(Ok(response
                 .take()
                 .unwrap_or_else(|| error_response(StatusCode::INTERNAL_SERVER_ERROR)))),
-            KindProj::Inner { future } => future.poll(cx),
+            KindProj::Inner { future, status } => future
+                .poll(cx)
+                .map(|result| result.map(|response| mark(response, *status))),
             KindProj::Boxed { future } => future.as_mut().poll(cx).map(Ok),
         }
     }

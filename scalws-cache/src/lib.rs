@@ -8,7 +8,8 @@
 //!   [`CacheOptions`] and share it.
 //! - [`CacheLayer`] / [`CacheService`]: wrap the service that asks the origin
 //!   (the proxy). GET and HEAD are answered from the cache when RFC 9111
-//!   allows; everything else passes through.
+//!   allows; everything else passes through. Every response carries a
+//!   [`CacheStatus`] in its extensions (hit, miss, stale, revalidated, bypass).
 //!
 //! What it does, in short (the phases are in `service.rs`):
 //!
@@ -96,6 +97,7 @@ mod purge;
 mod revalidate;
 mod service;
 mod stats;
+mod status;
 mod store;
 mod vary;
 
@@ -105,3 +107,4 @@ pub use layer::CacheLayer;
 pub use options::CacheOptions;
 pub use service::CacheService;
 pub use stats::CacheStats;
+pub use status::CacheStatus;

@@ -31,6 +31,7 @@ use crate::entry::{Entry, Exchange};
 use crate::fetch;
 use crate::policy;
 use crate::stats::Counters;
+use crate::status::{CacheStatus, mark};
 
 /// Revalidates `entry` for `request`, which waits for the answer.
 pub(crate) async fn in_foreground<S>(
@@ -67,24 +68,34 @@ where
                 guard.finish(Outcome::Stored);
             }
             Counters::count(&counters.hits);
-            refreshed.respond(Instant::now(), false, &client)
+            let answer = refreshed.respond(Instant::now(), false, &client);
+            mark(from_origin(answer, response), CacheStatus::Revalidated)
         }
         status if status.is_server_error() => {
             let now = Instant::now();
             if policy::stale_if_error(&entry, now, &directives) {
                 tracing::debug!(%key, %status, "cache: stale-if-error");
                 Counters::count(&counters.stale_served);
-                entry.respond(now, false, &client)
+                let answer = entry.respond(now, false, &client);
+                mark(from_origin(answer, response), CacheStatus::Stale)
             } else {
                 Counters::count(&counters.misses);
-                response
+                mark(response, CacheStatus::Miss)
             }
         }
         _ => {
             Counters::count(&counters.misses);
-            fetch::store(shared, key, &exchange, response, guard)
+            let response = fetch::store(shared, key, &exchange, response, guard);
+            mark(response, CacheStatus::Miss)
         }
     }
+}
+
+/// A stored `answer` to a request the origin was asked about: it carries the
+/// extensions of the origin's `response` (such as the upstream that answered).
+fn from_origin(mut answer: Response<Body>, response: Response<Body>) -> Response<Body> {
+    *answer.extensions_mut() = response.into_parts().0.extensions;
+    answer
 }
 
 /// Starts a background revalidation of `entry` for the client `request`, unless

@@ -33,6 +33,7 @@ use crate::cache_control::RequestDirectives;
 use crate::future::ResponseFuture;
 use crate::policy::{self, Use};
 use crate::stats::Counters;
+use crate::status::{CacheStatus, mark};
 use crate::{fetch, key, revalidate};
 
 /// A service that answers from a [`Cache`](crate::Cache) what it can and asks
@@ -105,16 +106,19 @@ where
             match policy::usability(&entry, now, &directives, authorized) {
                 Use::Fresh => {
                     Counters::count(&counters.hits);
-                    return ResponseFuture::ready(entry.respond(now, head, request.headers()));
+                    let response = entry.respond(now, head, request.headers());
+                    return ResponseFuture::ready(mark(response, CacheStatus::Hit));
                 }
                 Use::Stale => {
                     Counters::count(&counters.stale_served);
-                    return ResponseFuture::ready(entry.respond(now, head, request.headers()));
+                    let response = entry.respond(now, head, request.headers());
+                    return ResponseFuture::ready(mark(response, CacheStatus::Stale));
                 }
                 Use::StaleWhileRevalidate => {
                     Counters::count(&counters.stale_served);
                     revalidate::in_background(&self.shared, &self.inner, key, &request, &entry);
-                    return ResponseFuture::ready(entry.respond(now, head, request.headers()));
+                    let response = entry.respond(now, head, request.headers());
+                    return ResponseFuture::ready(mark(response, CacheStatus::Stale));
                 }
                 Use::Revalidate | Use::Unusable => {}
             }
@@ -142,13 +146,14 @@ where
         let counters = &self.shared.counters;
         if directives.only_if_cached {
             Counters::count(&counters.misses);
-            return ResponseFuture::ready(error_response(StatusCode::GATEWAY_TIMEOUT));
+            let response = error_response(StatusCode::GATEWAY_TIMEOUT);
+            return ResponseFuture::ready(mark(response, CacheStatus::Miss));
         }
         // HEAD is not stored; a range request gets a 206, which is not
         // stored either: neither leads a flight that others would wait on.
         if head || request.headers().contains_key(RANGE) {
             Counters::count(&counters.misses);
-            return ResponseFuture::inner(self.inner.call(request));
+            return ResponseFuture::inner(self.inner.call(request), CacheStatus::Miss);
         }
         // The service made ready by poll_ready goes with the request; a clone stays.
         let fresh = self.inner.clone();
@@ -167,7 +172,7 @@ where
     fn bypass(&mut self, request: Request<Body>, why: &'static str) -> ResponseFuture<S::Future> {
         tracing::debug!(why, "cache: bypass");
         Counters::count(&self.shared.counters.bypasses);
-        ResponseFuture::inner(self.inner.call(request))
+        ResponseFuture::inner(self.inner.call(request), CacheStatus::Bypass)
     }
 
     /// Phase 1 for methods other than GET and HEAD.
@@ -183,7 +188,7 @@ where
         };
         let future = self.inner.call(request);
         let Some(key) = key else {
-            return ResponseFuture::inner(future);
+            return ResponseFuture::inner(future, CacheStatus::Bypass);
         };
         let shared = Arc::clone(&self.shared);
         ResponseFuture::boxed(async move {
@@ -196,7 +201,7 @@ where
                 let removed = shared.store.remove(&key);
                 tracing::debug!(%key, removed, "cache: invalidated by an unsafe method");
             }
-            response
+            mark(response, CacheStatus::Bypass)
         })
     }
 }

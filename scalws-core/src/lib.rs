@@ -43,4 +43,6 @@ pub mod tls;
 pub use body::Body;
 pub use conn::{ConnInfo, OriginalHost, Scheme};
 pub use error::BoxError;
-pub use server::{BindFailed, Limits, ListenerProtocol, ListenerSpec, Server};
+pub use server::{
+    BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server, ServerStats,
+};

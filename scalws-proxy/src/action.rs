@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::request::Parts;
 use http::{Request, Response, StatusCode};
@@ -14,6 +14,7 @@ use scalws_core::Body;
 use scalws_core::error::error_response;
 use scalws_router::{InvalidRoute, PathMatch, normalize_path};
 
+use crate::metrics::RouteMetrics;
 use crate::policy::{HeaderModifier, Redirect, Rewrite, matched_prefix};
 use crate::{Backends, Proxy, Respond, StaticFiles};
 
@@ -41,6 +42,8 @@ pub struct Route {
     /// them pays one test.
     policies: Option<Box<Policies>>,
     https_redirect: bool,
+    /// Where the route's responses are counted, if anywhere.
+    metrics: Option<Arc<RouteMetrics>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -65,7 +68,15 @@ impl Route {
             timeout: None,
             policies: None,
             https_redirect: false,
+            metrics: None,
         }
+    }
+
+    /// Counts the route's responses (status class and latency to the
+    /// response head) in `metrics`.
+    pub fn metrics(mut self, metrics: Arc<RouteMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Rewrites the request's path or host before the action. A
@@ -146,9 +157,13 @@ impl Route {
 
     /// Runs the route for a routed request.
     pub(crate) fn call(&self, parts: Parts, body: Body) -> ActionFuture {
-        match &self.policies {
+        let future = match &self.policies {
             None => self.act(parts, body),
             Some(policies) => self.call_with_policies(policies, parts, body),
+        };
+        match &self.metrics {
+            None => future,
+            Some(metrics) => future.measured(metrics),
         }
     }
 
@@ -237,6 +252,13 @@ fn with_timeout(future: ActionFuture, limit: Duration) -> ActionFuture {
 /// The future of an action: ready at once for `respond` and errors, boxed for the rest.
 pub struct ActionFuture {
     kind: FutureKind,
+    /// Counts the response when it comes (futures that are not ready at once).
+    measure: Option<Measure>,
+}
+
+struct Measure {
+    metrics: Arc<RouteMetrics>,
+    start: Instant,
 }
 
 enum FutureKind {
@@ -248,12 +270,14 @@ impl ActionFuture {
     pub(crate) fn ready(response: Response<Body>) -> Self {
         Self {
             kind: FutureKind::Ready(Some(response)),
+            measure: None,
         }
     }
 
     pub(crate) fn boxed(future: impl Future<Output = Response<Body>> + Send + 'static) -> Self {
         Self {
             kind: FutureKind::Boxed(Box::pin(future)),
+            measure: None,
         }
     }
 
@@ -261,6 +285,32 @@ impl ActionFuture {
     #[inline(never)]
     pub(crate) fn error(status: StatusCode) -> Self {
         Self::ready(error_response(status))
+    }
+
+    /// Counts the response in `metrics`: at once when it is ready (as taking
+    /// no time: it was made while routing), else when its head comes.
+    pub(crate) fn measured(mut self, metrics: &Arc<RouteMetrics>) -> Self {
+        match &self.kind {
+            FutureKind::Ready(Some(response)) => {
+                metrics.record(response.status().as_u16(), Duration::ZERO);
+            }
+            FutureKind::Ready(None) => {}
+            FutureKind::Boxed(_) => {
+                self.measure = Some(Measure {
+                    metrics: metrics.clone(),
+                    start: Instant::now(),
+                });
+            }
+        }
+        self
+    }
+
+    /// The status of a response that is ready now.
+    pub(crate) fn ready_status(&self) -> Option<StatusCode> {
+        match &self.kind {
+            FutureKind::Ready(Some(response)) => Some(response.status()),
+            _ => None,
+        }
     }
 
     /// Applies `headers` to the response once it comes; at once when it is ready.
@@ -272,6 +322,7 @@ impl ActionFuture {
             }
             FutureKind::Ready(None) => Self {
                 kind: FutureKind::Ready(None),
+                measure: self.measure,
             },
             FutureKind::Boxed(future) => Self::boxed(async move {
                 let mut response = future.await;
@@ -286,12 +337,20 @@ impl Future for ActionFuture {
     type Output = Result<Response<Body>, std::convert::Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().kind {
+        let this = self.get_mut();
+        match &mut this.kind {
             FutureKind::Ready(response) => match response.take() {
                 Some(response) => Poll::Ready(Ok(response)),
                 None => Poll::Ready(Ok(error_response(StatusCode::INTERNAL_SERVER_ERROR))),
             },
-            FutureKind::Boxed(future) => future.as_mut().poll(cx).map(Ok),
+            FutureKind::Boxed(future) => {
+                let response = std::task::ready!(future.as_mut().poll(cx));
+                if let Some(measure) = this.measure.take() {
+                    let elapsed = measure.start.elapsed();
+                    measure.metrics.record(response.status().as_u16(), elapsed);
+                }
+                Poll::Ready(Ok(response))
+            }
         }
     }
 }

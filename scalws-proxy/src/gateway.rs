@@ -21,6 +21,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use arc_swap::ArcSwap;
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use scalws_cache::Cache;
@@ -31,6 +32,7 @@ use scalws_router::{
 
 use crate::action::ActionFuture;
 use crate::application::{Application, ApplicationBuilder};
+use crate::metrics::RouteMetrics;
 use crate::policy::https_redirect;
 
 /// The whole request path as one cloneable `tower::Service`.
@@ -47,6 +49,8 @@ struct Inner {
     https_port: u16,
     /// Response caches by application name.
     caches: Vec<(Arc<str>, Cache)>,
+    /// Where requests no route answered are counted, if anywhere.
+    unrouted: Option<Arc<RouteMetrics>>,
 }
 
 /// The gateway could not be built.
@@ -83,6 +87,7 @@ pub struct GatewayBuilder {
     listeners: Vec<String>,
     applications: Vec<ApplicationBuilder>,
     https_port: Option<u16>,
+    unrouted: Option<Arc<RouteMetrics>>,
 }
 
 impl GatewayBuilder {
@@ -97,6 +102,13 @@ impl GatewayBuilder {
     /// route uses `https_redirect`.
     pub fn https_port(mut self, port: u16) -> Self {
         self.https_port = Some(port);
+        self
+    }
+
+    /// Counts the requests that no route answers (400, 404, 405, 421, and
+    /// `https_redirect`'s 308) in `metrics`.
+    pub fn unrouted_metrics(mut self, metrics: Arc<RouteMetrics>) -> Self {
+        self.unrouted = Some(metrics);
         self
     }
 
@@ -167,6 +179,7 @@ impl GatewayBuilder {
                     .collect(),
                 https_port: self.https_port.unwrap_or(443),
                 caches,
+                unrouted: self.unrouted,
             }),
         })
     }
@@ -179,36 +192,46 @@ impl Gateway {
     }
 
     /// Routes and answers one request.
+    #[inline]
     pub fn handle(&self, request: Request<Body>) -> ActionFuture {
+        let (future, routed) = self.route(request);
+        if !routed && let Some(metrics) = &self.inner.unrouted {
+            return count_unrouted(future, metrics);
+        }
+        future
+    }
+
+    /// The response future, and whether a route made it.
+    fn route(&self, request: Request<Body>) -> (ActionFuture, bool) {
         let (mut parts, body) = request.into_parts();
         // One extension lookup serves the listener table and the 421 check.
         let conn = parts.extensions.get::<ConnInfo>();
         let Some(hosts) = self.hosts_for(conn) else {
-            return ActionFuture::error(StatusCode::NOT_FOUND);
+            return (ActionFuture::error(StatusCode::NOT_FOUND), false);
         };
         let Some(host) = request_host(&parts) else {
-            return ActionFuture::error(StatusCode::BAD_REQUEST);
+            return (ActionFuture::error(StatusCode::BAD_REQUEST), false);
         };
         let Ok(host) = normalize_host(host) else {
-            return ActionFuture::error(StatusCode::BAD_REQUEST);
+            return (ActionFuture::error(StatusCode::BAD_REQUEST), false);
         };
         let Some(application) = hosts.get(&host) else {
-            return ActionFuture::error(StatusCode::NOT_FOUND);
+            return (ActionFuture::error(StatusCode::NOT_FOUND), false);
         };
         if let Some(conn) = conn
             && conn.scheme() == Scheme::Https
             && misdirected(conn, &host)
         {
-            return ActionFuture::error(StatusCode::MISDIRECTED_REQUEST);
+            return (ActionFuture::error(StatusCode::MISDIRECTED_REQUEST), false);
         }
         if application.redirect_check
             && let Some(redirect) =
                 https_redirect(application, self.inner.https_port, &parts, &host)
         {
-            return redirect;
+            return (redirect, false);
         }
         let Ok(path) = normalize_path(parts.uri.path()) else {
-            return ActionFuture::error(StatusCode::BAD_REQUEST);
+            return (ActionFuture::error(StatusCode::BAD_REQUEST), false);
         };
         let routed =
             application
@@ -220,10 +243,10 @@ impl Gateway {
                     parts.extensions.insert(matched.params);
                 }
                 drop(path);
-                matched.target.call(parts, body)
+                (matched.target.call(parts, body), true)
             }
-            Err(NoRoute::NotFound) => ActionFuture::error(StatusCode::NOT_FOUND),
-            Err(NoRoute::MethodNotAllowed { allow }) => method_not_allowed(allow),
+            Err(NoRoute::NotFound) => (ActionFuture::error(StatusCode::NOT_FOUND), false),
+            Err(NoRoute::MethodNotAllowed { allow }) => (method_not_allowed(allow), false),
         }
     }
 
@@ -274,6 +297,16 @@ pub(crate) fn request_host(parts: &Parts) -> Option<&str> {
     parts.headers.get(header::HOST)?.to_str().ok()
 }
 
+/// Unrouted answers are all ready at once (errors and redirects).
+#[cold]
+#[inline(never)]
+fn count_unrouted(future: ActionFuture, metrics: &RouteMetrics) -> ActionFuture {
+    if let Some(status) = future.ready_status() {
+        metrics.record(status.as_u16(), std::time::Duration::ZERO);
+    }
+    future
+}
+
 #[cold]
 #[inline(never)]
 fn method_not_allowed(allow: HeaderValue) -> ActionFuture {
@@ -293,5 +326,47 @@ impl tower::Service<Request<Body>> for Gateway {
 
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
         self.handle(request)
+    }
+}
+
+/// A [`Gateway`] that can be replaced while it serves: each request goes to
+/// the gateway current when it arrives, and keeps it to its end, so a reload
+/// never changes a request half way. Cheap to clone; all clones share one slot.
+#[derive(Clone, Debug)]
+pub struct SharedGateway {
+    current: Arc<ArcSwap<Gateway>>,
+}
+
+impl SharedGateway {
+    /// Serves `gateway` until [`store`](Self::store) replaces it.
+    pub fn new(gateway: Gateway) -> Self {
+        Self {
+            current: Arc::new(ArcSwap::from_pointee(gateway)),
+        }
+    }
+
+    /// New requests go to `gateway` from now on.
+    pub fn store(&self, gateway: Gateway) {
+        self.current.store(Arc::new(gateway));
+    }
+
+    /// The gateway serving now.
+    pub fn load(&self) -> Gateway {
+        Gateway::clone(&self.current.load())
+    }
+}
+
+impl tower::Service<Request<Body>> for SharedGateway {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ActionFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        self.current.load().handle(request)
     }
 }

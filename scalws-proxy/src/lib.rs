@@ -39,10 +39,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod access_log;
 mod action;
 mod application;
 mod backends;
 mod gateway;
+pub mod metrics;
 mod policy;
 mod proxy;
 mod respond;
@@ -52,7 +54,7 @@ pub mod upstream;
 pub use action::{Action, ActionFuture, Route};
 pub use application::{Application, ApplicationBuilder};
 pub use backends::{Backend, Backends};
-pub use gateway::{Gateway, GatewayBuilder, InvalidGateway};
+pub use gateway::{Gateway, GatewayBuilder, InvalidGateway, SharedGateway};
 pub use policy::{
     HeaderModifier, InvalidHostName, InvalidPathModifier, NotARedirectStatus, PathModifier,
     Redirect, Rewrite,

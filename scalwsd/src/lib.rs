@@ -3,7 +3,9 @@
 //! The ScalWS binary's library: the YAML configuration (schema, checks with
 //! `FILE:LINE:COLUMN: key.path: message` errors, and the translation into a
 //! [`scalws_proxy::Gateway`]), the command line, and the process life
-//! (bind, serve, drain on SIGTERM/SIGINT). `main.rs` only calls [`run::main`].
+//! (bind, serve, reload on SIGHUP or `POST /reload`, the admin listener with
+//! Prometheus metrics, the access log, drain on SIGTERM/SIGINT). `main.rs`
+//! only calls [`run::main`].
 //!
 //! ```
 //! use std::path::Path;
@@ -19,6 +21,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod access_log;
+mod admin;
 pub mod cli;
 pub mod config;
+mod metrics;
 pub mod run;
+mod serve;

@@ -3,15 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use scalws_core::Server;
-
 use crate::cli::Cli;
 use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG};
 
 /// Exit status for a configuration error (SPEC: never binds, exits 2).
 pub const EXIT_CONFIG: u8 = 2;
 /// Exit status when the configuration is valid but serving failed (a port in use).
-pub const EXIT_RUNTIME: u8 = 1;
+pub const EXIT_RUNTIME: u8 = crate::serve::EXIT_RUNTIME;
 
 /// Which configuration was used.
 #[derive(Debug)]
@@ -76,11 +74,19 @@ pub fn main(cli: Cli) -> ExitCode {
         .map(|n| n.get())
         .or_else(|| peek_workers(&source))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
+    // One worker: a current-thread runtime, which skips the work-stealing
+    // scheduler's cross-thread bookkeeping (docs/benchmarks.md has the A/B).
+    let runtime = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => return runtime_failed(&error),
     };
@@ -95,7 +101,7 @@ pub fn main(cli: Cli) -> ExitCode {
             );
         }
         tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
-        serve(config).await
+        crate::serve::run(config, source).await
     })
 }
 
@@ -125,43 +131,6 @@ fn peek_workers(source: &Source) -> Option<usize> {
     };
     let peek: Peek = serde_saphyr::from_str(&text).ok()?;
     peek.workers.filter(|w| *w > 0)
-}
-
-async fn serve(config: Config) -> ExitCode {
-    let server = match Server::bind(&config.listeners, config.limits) {
-        Ok(server) => server,
-        Err(error) => {
-            eprintln!("scalwsd: {error}");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
-    server.serve(config.gateway, shutdown_signal()).await;
-    ExitCode::SUCCESS
-}
-
-/// SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(error) => {
-            tracing::error!(%error, "cannot listen for SIGTERM; only Ctrl-C will stop scalwsd");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    // SIGHUP's default action ends the process; until reload exists, an
-    // operator's habitual `kill -HUP` must not take the proxy down.
-    let mut hangup = signal(SignalKind::hangup()).ok();
-    loop {
-        tokio::select! {
-            _ = term.recv() => return tracing::info!("SIGTERM received"),
-            _ = tokio::signal::ctrl_c() => return tracing::info!("SIGINT received"),
-            Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
-                tracing::warn!("SIGHUP received: reload is not available in this version; the configuration is unchanged");
-            }
-        }
-    }
 }
 
 /// Human-readable logs on stderr; `SCALWS_LOG` (or `RUST_LOG`) sets the filter, default `info`.

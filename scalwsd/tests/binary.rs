@@ -108,7 +108,7 @@ fn serves_then_drains_and_exits_0_on_sigterm() {
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.ends_with("from-file"), "{reply}");
 
-    // SIGHUP is logged and ignored until reload exists: the proxy keeps serving.
+    // SIGHUP reloads the (unchanged) file: the proxy keeps serving.
     let status = Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()

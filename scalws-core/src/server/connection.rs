@@ -2,15 +2,17 @@
 
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::task::TaskTracker;
@@ -19,23 +21,49 @@ use tower::Service;
 use super::activity::{Activity, Verdict};
 use super::edge::Edge;
 use super::io::TrackedIo;
+use super::running::{ConnectionPermit, ListenerState};
 use super::{Limits, ListenerProtocol, Phase};
 use crate::error::BoxError;
 use crate::tls::TlsCertificates;
 use crate::{Body, ConnInfo, Scheme};
 
 pub(super) struct Acceptor<S> {
-    pub(super) name: Arc<str>,
-    pub(super) protocol: ListenerProtocol,
+    /// Name, protocol and limits: swapped when a reload changes them.
+    pub(super) state: Arc<ArcSwap<ListenerState>>,
     pub(super) socket: TcpListener,
     pub(super) local: std::net::SocketAddr,
-    pub(super) permits: Arc<Semaphore>,
-    pub(super) limits: Arc<Limits>,
+    /// The listener's count of open connections.
+    pub(super) open: Arc<AtomicUsize>,
     pub(super) service: S,
     pub(super) phase: watch::Receiver<Phase>,
     pub(super) connections: TaskTracker,
-    /// `Alt-Svc` for every response, when HTTP/3 listens on the same port.
-    pub(super) alt_svc: Option<http::HeaderValue>,
+}
+
+/// What an accept loop derives from its [`ListenerState`], rebuilt when the
+/// state is swapped.
+struct Current {
+    state: Arc<ListenerState>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    tls: Option<Tls>,
+}
+
+impl Current {
+    fn new(state: Arc<ListenerState>) -> Self {
+        let builder = Arc::new(protocol_builder(&state.limits));
+        // Once per generation: the certificate resolver follows reloads by itself.
+        let tls = match &state.protocol {
+            ListenerProtocol::Https(certificates) => Some(Tls {
+                acceptor: TlsAcceptor::from(certificates.server_config(&[b"h2", b"http/1.1"])),
+                certificates: certificates.clone(),
+            }),
+            ListenerProtocol::Http | ListenerProtocol::Http3(_) => None,
+        };
+        Self {
+            state,
+            builder,
+            tls,
+        }
+    }
 }
 
 pub(super) async fn accept_loop<S, B>(acceptor: Acceptor<S>)
@@ -46,47 +74,44 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let builder = Arc::new(protocol_builder(&acceptor.limits));
-    // Once per listener: its certificate resolver follows reloads by itself.
-    let tls = match &acceptor.protocol {
-        ListenerProtocol::Https(certificates) => Some(Tls {
-            acceptor: TlsAcceptor::from(certificates.server_config(&[b"h2", b"http/1.1"])),
-            certificates: certificates.clone(),
-        }),
-        ListenerProtocol::Http | ListenerProtocol::Http3(_) => None,
-    };
+    let mut current = Current::new(acceptor.state.load_full());
     loop {
         // Past max_connections we stop calling accept(): new clients wait in the backlog.
-        let Ok(permit) = acceptor.permits.clone().acquire_owned().await else {
+        let Ok(permit) = current.state.permits.clone().acquire_owned().await else {
             return;
         };
         let (stream, peer) = match acceptor.socket.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
                 // EMFILE and friends: back off instead of spinning.
-                tracing::warn!(listener = %acceptor.name, %error, "accept failed");
+                tracing::warn!(listener = %current.state.name, %error, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        let latest = acceptor.state.load_full();
+        if !Arc::ptr_eq(&latest, &current.state) {
+            current = Current::new(latest);
+        }
         let _ = stream.set_nodelay(true);
         // The header clock starts now: a TLS handshake counts against it too.
         let activity = Arc::new(Activity::new());
+        let state = &current.state;
         let connection = Connection {
-            builder: builder.clone(),
-            limits: acceptor.limits.clone(),
+            builder: current.builder.clone(),
+            limits: state.limits.clone(),
             phase: acceptor.phase.clone(),
-            permit,
+            permit: ConnectionPermit::new(permit, &acceptor.open),
         };
-        let conn = ConnInfo::new(
-            acceptor.name.clone(),
-            Scheme::Http,
-            peer,
-            acceptor.local,
-            None,
-        );
-        let mut edge = acceptor.edge(conn, activity);
-        let Some(tls) = &tls else {
+        let conn = ConnInfo::new(state.name.clone(), Scheme::Http, peer, acceptor.local, None);
+        let mut edge = Edge {
+            service: acceptor.service.clone(),
+            conn,
+            activity,
+            max_request_body: state.limits.max_request_body,
+            alt_svc: state.alt_svc.clone(),
+        };
+        let Some(tls) = &current.tls else {
             acceptor.connections.spawn(connection.serve(stream, edge));
             continue;
         };
@@ -113,28 +138,13 @@ struct Tls {
     certificates: TlsCertificates,
 }
 
-impl<S> Acceptor<S>
-where
-    S: Clone,
-{
-    fn edge(&self, conn: ConnInfo, activity: Arc<Activity>) -> Edge<S> {
-        Edge {
-            service: self.service.clone(),
-            conn,
-            activity,
-            max_request_body: self.limits.max_request_body,
-            alt_svc: self.alt_svc.clone(),
-        }
-    }
-}
-
 /// One accepted connection's share of the listener, until it closes.
 struct Connection {
     builder: Arc<auto::Builder<TokioExecutor>>,
     limits: Arc<Limits>,
     phase: watch::Receiver<Phase>,
     /// Returned to the listener's `max_connections` when the connection ends.
-    permit: OwnedSemaphorePermit,
+    permit: ConnectionPermit,
 }
 
 impl Connection {

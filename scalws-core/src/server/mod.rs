@@ -2,7 +2,9 @@
 //!
 //! [`Server::bind`] opens every listener first (so a bad address fails before
 //! anything is served), then [`Server::serve`] runs them with one `Service`
-//! until the shutdown future resolves, and drains.
+//! until the shutdown future resolves, and drains. [`Server::start`] returns a
+//! [`Running`] server instead, whose listeners can be changed while it serves
+//! (configuration reloads) before it is shut down.
 
 mod activity;
 mod connection;
@@ -10,6 +12,7 @@ mod edge;
 mod h3;
 mod io;
 mod limits;
+mod running;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,11 +21,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
 pub use limits::Limits;
+pub use running::{ListenerStats, Running, ServerStats};
 
 use crate::Body;
 use crate::error::BoxError;
@@ -104,34 +107,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Binds every listener (TCP, `SO_REUSEADDR`, backlog 1024). Must run inside a tokio runtime.
     pub fn bind(listeners: &[ListenerSpec], limits: Limits) -> Result<Self, BindFailed> {
-        let listeners = listeners
-            .iter()
-            .map(|spec| {
-                let fail = |source| BindFailed {
-                    name: spec.name.clone(),
-                    address: spec.address,
-                    source,
-                };
-                let socket = match spec.protocol {
-                    ListenerProtocol::Http | ListenerProtocol::Https(_) => {
-                        Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
-                    }
-                    ListenerProtocol::Http3(_) => {
-                        Socket::Udp(std::net::UdpSocket::bind(spec.address).map_err(fail)?)
-                    }
-                };
-                let local = match &socket {
-                    Socket::Tcp(tcp) => tcp.local_addr(),
-                    Socket::Udp(udp) => udp.local_addr(),
-                }
-                .map_err(fail)?;
-                Ok(Bound {
-                    spec: spec.clone(),
-                    local,
-                    socket,
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let listeners = running::bind_all(listeners)?;
         Ok(Self { listeners, limits })
     }
 
@@ -153,90 +129,34 @@ impl Server {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        let (phase_tx, phase_rx) = watch::channel(Phase::Serving);
-        let connections = TaskTracker::new();
-        let limits = Arc::new(self.limits);
-        let mut acceptors = tokio::task::JoinSet::new();
-        let h3_ports: Vec<u16> = self
-            .listeners
-            .iter()
-            .filter(|b| matches!(b.spec.protocol, ListenerProtocol::Http3(_)))
-            .map(|b| b.local.port())
-            .collect();
-        for bound in self.listeners {
-            tracing::info!(
-                listener = %bound.spec.name,
-                address = %bound.local,
-                protocol = bound.spec.protocol.as_str(),
-                "listening"
-            );
-            match bound.socket {
-                Socket::Tcp(socket) => {
-                    // HTTPS answers advertise HTTP/3 when it listens on the same port.
-                    let alt_svc = match bound.spec.protocol {
-                        ListenerProtocol::Https(_) if h3_ports.contains(&bound.local.port()) => {
-                            http::HeaderValue::try_from(format!(
-                                "h3=\":{}\"; ma=86400",
-                                bound.local.port()
-                            ))
-                            .ok()
-                        }
-                        _ => None,
-                    };
-                    acceptors.spawn(connection::accept_loop(connection::Acceptor {
-                        name: bound.spec.name,
-                        protocol: bound.spec.protocol,
-                        socket,
-                        local: bound.local,
-                        permits: Arc::new(Semaphore::new(limits.max_connections)),
-                        limits: limits.clone(),
-                        service: service.clone(),
-                        phase: phase_rx.clone(),
-                        connections: connections.clone(),
-                        alt_svc,
-                    }));
-                }
-                Socket::Udp(socket) => {
-                    let ListenerProtocol::Http3(certificates) = bound.spec.protocol else {
-                        continue;
-                    };
-                    acceptors.spawn(h3::accept_loop(h3::Acceptor {
-                        name: bound.spec.name,
-                        certificates,
-                        socket,
-                        local: bound.local,
-                        limits: limits.clone(),
-                        service: service.clone(),
-                        phase: phase_rx.clone(),
-                        connections: connections.clone(),
-                    }));
-                }
-            }
-        }
-
+        let running = self.start(service);
         shutdown.await;
-        tracing::info!(
-            connections = connections.len(),
-            timeout = ?limits.drain_timeout,
-            "shutting down: draining"
-        );
-        // Stop accepting: dropping the listeners refuses new connections.
-        acceptors.abort_all();
-        while acceptors.join_next().await.is_some() {}
-        let _ = phase_tx.send(Phase::Draining);
-        connections.close();
-        if tokio::time::timeout(limits.drain_timeout, connections.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                connections = connections.len(),
-                "drain timeout reached; closing the remaining connections"
-            );
-            let _ = phase_tx.send(Phase::Closing);
-            connections.wait().await;
+        running.shutdown().await;
+    }
+
+    /// Starts serving `service` on every listener and returns at once; the
+    /// [`Running`] server can then be reconfigured and finally shut down.
+    pub fn start<S, B>(self, service: S) -> Running<S>
+    where
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let mut running = Running {
+            service,
+            connections: TaskTracker::new(),
+            limits: Arc::new(self.limits),
+            slots: Vec::new(),
+            stats: ServerStats::default(),
+        };
+        let h3_ports = running::h3_ports(self.listeners.iter().map(|b| (&b.spec, b.local)));
+        for bound in self.listeners {
+            running.launch(bound, &h3_ports);
         }
-        tracing::info!("drained");
+        running.publish_stats();
+        running
     }
 }
 

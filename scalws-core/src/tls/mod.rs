@@ -85,6 +85,15 @@ impl TlsCertificates {
         Ok(())
     }
 
+    /// Makes this store serve what `other` holds now (a reload that loaded
+    /// the files anew): configurations built from this store see the new
+    /// certificates for new handshakes; connections already open keep theirs.
+    pub fn adopt(&self, other: &TlsCertificates) {
+        if !Arc::ptr_eq(&self.current, &other.current) {
+            self.current.store(other.current.load_full());
+        }
+    }
+
     /// A rustls server configuration (TLS 1.2 and 1.3, ring) whose certificate
     /// resolver is this store, so a reload applies to it, offering `alpn`:
     /// `[b"h2", b"http/1.1"]` for TCP, `[b"h3"]` for QUIC.

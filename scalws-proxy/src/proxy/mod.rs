@@ -16,6 +16,8 @@
 //!    asked for is a 502. Otherwise remove hop-by-hop headers from the
 //!    response and stream its body back, never buffered. An upstream that
 //!    fails mid-body aborts the client's response rather than ending it early.
+//!    The response carries the [`UpstreamAddress`] that answered in its
+//!    extensions.
 
 mod headers;
 mod upgrade;
@@ -27,7 +29,7 @@ use scalws_core::{Body, ConnInfo, OriginalHost};
 use scalws_cache::{Cache, CacheService};
 use tower::{Layer, ServiceExt};
 
-use crate::upstream::UpstreamPool;
+use crate::upstream::{UpstreamAddress, UpstreamPool};
 
 /// Forwards requests to one pool, through a response cache when one is set.
 #[derive(Clone)]
@@ -149,12 +151,13 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
     }
     parts.version = Version::HTTP_11;
 
-    let upstream = match pool.send(Request::from_parts(parts, body)).await {
-        Ok((response, _address)) => response,
+    let (upstream, address) = match pool.send(Request::from_parts(parts, body)).await {
+        Ok(answer) => answer,
         Err(error) => return failed(&error, error.status()),
     };
 
     let (mut parts, body) = upstream.into_parts();
+    parts.extensions.insert(UpstreamAddress(address));
     if parts.status == StatusCode::SWITCHING_PROTOCOLS {
         return switching(parts, client_upgrade);
     }

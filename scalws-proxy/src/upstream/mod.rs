@@ -64,6 +64,7 @@
 //! since build (health checks are not counted) and the [`EndpointState`].
 //! Counters are atomics: `send` takes no lock.
 
+mod address;
 mod balance;
 mod client;
 mod connector;
@@ -76,6 +77,7 @@ mod rendezvous;
 mod retry;
 mod tls;
 
+pub use address::UpstreamAddress;
 pub use endpoint::{EndpointState, EndpointStats};
 pub use error::{ConnectFailed, ConnectTimedOut, InvalidUpstream, UpstreamError};
 pub use options::{Balance, HealthCheck, Passive, Protocol, TlsOptions, UpstreamOptions};

@@ -17,23 +17,26 @@ use scalws_proxy::{
 use scalws_router::{HostPattern, PathMatch, RouteSpec};
 use serde_saphyr::{Location, Spanned};
 
-use super::Config;
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::schema::{
     ApplicationFile, BackendFile, CacheFile, File, HeadersFile, LimitsFile, ListenerFile,
-    ListenerTlsFile, NotYet, RedirectFile, RewriteFile, RouteFile,
+    ListenerTlsFile, RedirectFile, RewriteFile, RouteFile,
 };
 use super::units::DurationValue;
 use super::upstreams::Upstreams;
+use super::{AccessLogTarget, Carried, Config};
 
 pub(crate) fn compile(
     file_name: &str,
     file: File,
     base_dir: &Path,
+    previous: &Carried,
 ) -> Result<Config, ConfigErrors> {
     let mut errors = Errors::new(file_name);
-    let upstreams = Upstreams::compile(&file.upstreams, base_dir, &mut errors);
+    let upstreams = Upstreams::compile(&file.upstreams, base_dir, &previous.pools, &mut errors);
     let mut compiler = Compiler {
+        previous,
+        caches: HashMap::new(),
         errors: &mut errors,
         base_dir,
         upstreams,
@@ -54,16 +57,38 @@ pub(crate) fn compile(
             Some(w.value)
         }
     });
-    compiler.not_yet(&file.admin, "admin", "the admin listener");
-    if let Some(log) = &file.access_log
-        && log.value != "off"
-    {
-        compiler.errors.at(
-            &log.referenced,
-            "access_log",
-            "access logging is not available in this version of scalwsd; only \"off\" is accepted",
-        );
-    }
+    let admin = file.admin.as_ref().and_then(|admin| {
+        admin
+            .value
+            .parse::<SocketAddr>()
+            .map_err(|_| {
+                compiler.errors.at(
+                    &admin.referenced,
+                    "admin",
+                    format!(
+                        "invalid address \"{}\" (expected IP:PORT, e.g. 127.0.0.1:9901)",
+                        admin.value
+                    ),
+                );
+            })
+            .ok()
+    });
+    let access_log = match file.access_log.as_ref() {
+        None => AccessLogTarget::Off,
+        Some(log) => match log.value.as_str() {
+            "off" => AccessLogTarget::Off,
+            "stdout" => AccessLogTarget::Stdout,
+            "" => {
+                compiler.errors.at(
+                    &log.referenced,
+                    "access_log",
+                    "expected off, stdout or a file path",
+                );
+                AccessLogTarget::Off
+            }
+            path => AccessLogTarget::File(base_dir.join(path)),
+        },
+    };
     let limits = compiler.limits(&file.limits);
     if file.listeners.value.is_empty() {
         compiler.errors.at(
@@ -80,7 +105,7 @@ pub(crate) fn compile(
         .map(|l| l.value.name.value.as_str())
         .collect();
 
-    let mut gateway = Gateway::builder();
+    let mut gateway = Gateway::builder().unrouted_metrics(previous.metrics.route("", ""));
     for name in &names {
         gateway = gateway.listener(*name);
     }
@@ -104,6 +129,11 @@ pub(crate) fn compile(
         }
     }
     let warnings = std::mem::take(&mut compiler.warnings);
+    let carried = Carried {
+        pools: std::mem::take(&mut compiler.upstreams.pools),
+        caches: std::mem::take(&mut compiler.caches),
+        metrics: previous.metrics.clone(),
+    };
     if !errors.is_empty() {
         return Err(errors.finish());
     }
@@ -121,6 +151,11 @@ pub(crate) fn compile(
         listeners,
         gateway,
         warnings,
+        admin,
+        access_log,
+        // Set by `load_after`, which has the text.
+        hash: String::new(),
+        carried,
     })
 }
 
@@ -149,6 +184,10 @@ impl Kind {
 struct Compiler<'a> {
     errors: &'a mut Errors,
     base_dir: &'a Path,
+    /// What the configuration in use carries: pools, caches, counters.
+    previous: &'a Carried,
+    /// The caches this configuration uses, by application, for the next one.
+    caches: HashMap<String, (CacheOptions, Cache)>,
     upstreams: Upstreams,
     /// Where `https_redirect` sends requests: the first https listener's port.
     /// `None` (no https listener) makes `https_redirect: true` an error.
@@ -163,16 +202,6 @@ struct Compiler<'a> {
 }
 
 impl Compiler<'_> {
-    fn not_yet(&mut self, value: &NotYet, path: &str, what: &str) {
-        if let Some(value) = value {
-            self.errors.at(
-                &value.referenced,
-                path,
-                format!("{what} is not available in this version of scalwsd"),
-            );
-        }
-    }
-
     /// `value`, reported unless it is in `1..=max` (and clamped, so later checks go on).
     fn bounded(&mut self, value: &Spanned<usize>, max: usize, path: &str) -> usize {
         if !(1..=max).contains(&value.value) {
@@ -418,7 +447,7 @@ impl Compiler<'_> {
         self.cache = app
             .cache
             .as_ref()
-            .and_then(|c| self.cache(&format!("{path}.cache"), c));
+            .and_then(|c| self.cache(&format!("{path}.cache"), name, c));
         if let Some(cache) = &self.cache {
             builder = builder.cache(cache.clone());
         }
@@ -426,10 +455,19 @@ impl Compiler<'_> {
             builder = builder.https_redirect(true);
         }
 
+        let mut labels: Vec<String> = Vec::new();
         for (k, route) in app.routes.iter().enumerate() {
             let route_path = format!("{path}.routes[{k}]");
             match self.route(&route_path, route) {
-                Some(spec) => {
+                Some(mut spec) => {
+                    let mut label = route_label(&spec.path);
+                    if labels.contains(&label) {
+                        label = format!("{label} #{k}");
+                    }
+                    spec.target = spec
+                        .target
+                        .metrics(self.previous.metrics.route(name, &label));
+                    labels.push(label);
                     if let Err(error) = builder.add_route(spec) {
                         let (at, key) = route_location(&route.value);
                         let at = at.unwrap_or(route.referenced);
@@ -1150,8 +1188,9 @@ impl Compiler<'_> {
         }
     }
 
-    /// The application's response cache.
-    fn cache(&mut self, path: &str, file: &Spanned<CacheFile>) -> Option<Cache> {
+    /// The application's response cache: the previous configuration's when
+    /// the application had one with the same settings.
+    fn cache(&mut self, path: &str, app: &str, file: &Spanned<CacheFile>) -> Option<Cache> {
         let defaults = CacheOptions::default();
         let f = &file.value;
         let max_size = f.max_size.as_ref().map_or(defaults.max_size, |v| v.value.0);
@@ -1180,21 +1219,36 @@ impl Compiler<'_> {
                 "must not be larger than max_size",
             );
         }
-        (self.errors_len() == before).then(|| {
-            Cache::new(CacheOptions {
-                max_size,
-                max_object,
-                default_ttl: f
-                    .default_ttl
-                    .as_ref()
-                    .map_or(defaults.default_ttl, |v| v.value.0),
-                ..defaults
-            })
-        })
+        if self.errors_len() != before {
+            return None;
+        }
+        let options = CacheOptions {
+            max_size,
+            max_object,
+            default_ttl: f
+                .default_ttl
+                .as_ref()
+                .map_or(defaults.default_ttl, |v| v.value.0),
+            ..defaults
+        };
+        let cache = match self.previous.caches.get(app) {
+            Some((old, cache)) if *old == options => cache.clone(),
+            _ => Cache::new(options.clone()),
+        };
+        self.caches.insert(app.to_owned(), (options, cache.clone()));
+        Some(cache)
     }
 
     fn errors_len(&self) -> usize {
         self.errors.len()
+    }
+}
+
+/// A route's label in metrics: its path as written; `=` before an exact path.
+fn route_label(path: &PathMatch) -> String {
+    match path {
+        PathMatch::Exact(path) => format!("={path}"),
+        PathMatch::Prefix(path) | PathMatch::Pattern(path) => path.clone(),
     }
 }
 

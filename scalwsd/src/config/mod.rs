@@ -11,10 +11,14 @@ mod schema;
 mod units;
 mod upstreams;
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
+use scalws_cache::{Cache, CacheOptions};
 use scalws_core::{Limits, ListenerSpec};
 use scalws_proxy::Gateway;
+use scalws_proxy::metrics::Metrics;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use units::{parse_duration, parse_size};
@@ -35,17 +39,80 @@ pub struct Config {
     pub gateway: Gateway,
     /// Problems that do not stop serving (an expired certificate), for `--check`.
     pub warnings: Vec<String>,
+    /// Where the admin listener binds, if anywhere.
+    pub admin: Option<SocketAddr>,
+    /// Where access log lines go.
+    pub access_log: AccessLogTarget,
+    /// SHA-256 of the file's text, in hex: which configuration is loaded.
+    pub hash: String,
+    /// What the next configuration loaded in this process may keep.
+    pub carried: Carried,
+}
+
+/// `access_log:` in the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AccessLogTarget {
+    /// `off` (the default): no access log.
+    #[default]
+    Off,
+    /// `stdout`: one JSON line per request on standard output.
+    Stdout,
+    /// A file path: appended to, reopened on SIGUSR1.
+    File(PathBuf),
+}
+
+/// What one configuration hands to the next one loaded in the same process:
+/// upstream pools and response caches (kept when their definitions are
+/// unchanged, with their connections, health state and stored responses),
+/// and the registry of route counters (so counters survive reloads).
+#[derive(Clone, Debug, Default)]
+pub struct Carried {
+    pub(crate) pools: upstreams::Pools,
+    /// Response caches by application name, with their settings.
+    pub(crate) caches: HashMap<String, (CacheOptions, Cache)>,
+    /// Route counters, shared by every configuration of the process.
+    pub metrics: Metrics,
 }
 
 /// Parses and checks `text`. `file_name` appears in errors; relative paths in
 /// the file (static roots) are resolved against `base_dir`.
 pub fn load(file_name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigErrors> {
+    load_after(file_name, text, base_dir, &Carried::default())
+}
+
+/// [`load`], keeping from `previous` (what the configuration in use carries)
+/// every upstream pool and response cache whose definition is unchanged.
+pub fn load_after(
+    file_name: &str,
+    text: &str,
+    base_dir: &Path,
+    previous: &Carried,
+) -> Result<Config, ConfigErrors> {
     let file = parse::parse(file_name, text).map_err(|e| ConfigErrors(vec![e]))?;
-    compile::compile(file_name, file, base_dir)
+    let mut config = compile::compile(file_name, file, base_dir, previous)?;
+    config.hash = sha256_hex(text.as_bytes());
+    Ok(config)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest
+        .as_ref()
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
 }
 
 /// Reads and checks a file; relative paths in it are relative to its directory.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_after(path, &Carried::default())
+}
+
+/// [`load_file`], keeping what `previous` carries where unchanged (a reload).
+pub fn load_file_after(path: &Path, previous: &Carried) -> Result<Config, ConfigErrors> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|error| {
         ConfigErrors(vec![ConfigError {
@@ -60,5 +127,5 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    load(&name, &text, base)
+    load_after(&name, &text, base, previous)
 }

@@ -6,19 +6,15 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_saphyr::Spanned;
 
 use super::units::{DurationValue, SizeValue};
-
-/// A key this version knows of but does not implement yet: any value, remembered by position.
-pub(super) type NotYet = Option<Spanned<IgnoredAny>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct File {
     pub(super) workers: Option<Spanned<usize>>,
-    pub(super) admin: NotYet,
+    pub(super) admin: Option<Spanned<String>>,
     pub(super) access_log: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) limits: LimitsFile,

@@ -17,6 +17,11 @@ use super::schema::{AddressFile, UpstreamFile};
 /// Every pool of the file, by name, plus pools made for `proxy: host:port`.
 pub(crate) struct Upstreams {
     named: HashMap<String, UpstreamPool>,
+    /// The pools of the configuration loaded before, to keep those whose
+    /// definition has not changed (with their connections and health state).
+    previous: Pools,
+    /// Every pool this configuration uses, with its definition, for the next.
+    pub(crate) pools: Pools,
     /// Names that failed to build: routes naming them are not reported twice.
     broken: Vec<String>,
     inline: HashMap<SocketAddr, UpstreamPool>,
@@ -26,23 +31,52 @@ impl Upstreams {
     pub(crate) fn compile(
         file: &BTreeMap<String, Spanned<UpstreamFile>>,
         base_dir: &Path,
+        previous: &Pools,
         errors: &mut Errors,
     ) -> Self {
-        let mut named = HashMap::new();
-        let mut broken = Vec::new();
+        let mut upstreams = Self {
+            named: HashMap::new(),
+            broken: Vec::new(),
+            inline: HashMap::new(),
+            previous: previous.clone(),
+            pools: Pools::default(),
+        };
         for (name, upstream) in file {
-            match compile_one(name, upstream, base_dir, errors) {
+            let pool = compile_one(name, upstream, base_dir, errors)
+                .and_then(|options| upstreams.pool(name, options, &upstream.referenced, errors));
+            match pool {
                 Some(pool) => {
-                    named.insert(name.clone(), pool);
+                    upstreams.named.insert(name.clone(), pool);
                 }
-                None => broken.push(name.clone()),
+                None => upstreams.broken.push(name.clone()),
             }
         }
-        Self {
-            named,
-            broken,
-            inline: HashMap::new(),
-        }
+        upstreams
+    }
+
+    /// The pool for `options`: the previous configuration's when it had the
+    /// same definition under the same name, else a new one.
+    fn pool(
+        &mut self,
+        name: &str,
+        options: UpstreamOptions,
+        at: &serde_saphyr::Location,
+        errors: &mut Errors,
+    ) -> Option<UpstreamPool> {
+        let pool = match self.previous.0.get(name) {
+            Some((old, pool)) if *old == options => pool.clone(),
+            _ => match UpstreamPool::new(name, options.clone()) {
+                Ok(pool) => pool,
+                Err(error) => {
+                    errors.at(at, format!("upstreams.{name}"), error.to_string());
+                    return None;
+                }
+            },
+        };
+        self.pools
+            .0
+            .insert(name.to_owned(), (options, pool.clone()));
+        Some(pool)
     }
 
     /// The pool a `proxy:` value names: an upstream, or `host:port` for a one-address pool.
@@ -74,16 +108,9 @@ impl Upstreams {
                 addresses: vec![(address, 1)],
                 ..UpstreamOptions::default()
             };
-            return match UpstreamPool::new(name, options) {
-                Ok(pool) => {
-                    self.inline.insert(address, pool.clone());
-                    Some(pool)
-                }
-                Err(error) => {
-                    errors.at(&target.referenced, path, error.to_string());
-                    None
-                }
-            };
+            let pool = self.pool(name, options, &target.referenced, errors)?;
+            self.inline.insert(address, pool.clone());
+            return Some(pool);
         }
         let known: Vec<&str> = self
             .named
@@ -123,7 +150,7 @@ fn compile_one(
     upstream: &Spanned<UpstreamFile>,
     base_dir: &Path,
     errors: &mut Errors,
-) -> Option<UpstreamPool> {
+) -> Option<UpstreamOptions> {
     let u = &upstream.value;
     let before = errors.len();
     let at = |key: &str| format!("upstreams.{name}.{key}");
@@ -344,18 +371,17 @@ fn compile_one(
         });
     }
 
-    if errors.len() != before {
-        return None;
-    }
-    match UpstreamPool::new(name, options) {
-        Ok(pool) => Some(pool),
-        Err(error) => {
-            errors.at(
-                &upstream.referenced,
-                format!("upstreams.{name}"),
-                error.to_string(),
-            );
-            None
-        }
+    (errors.len() == before).then_some(options)
+}
+
+/// Upstream pools by name (`host:port` for inline ones) with the definition
+/// each was built from: what a reload compares to keep a pool.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pools(HashMap<String, (UpstreamOptions, UpstreamPool)>);
+
+impl Pools {
+    /// Every pool with its name.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &UpstreamPool)> {
+        self.0.iter().map(|(name, (_, pool))| (name.as_str(), pool))
     }
 }

@@ -6,15 +6,16 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tower::Service;
 
 use super::Listener;
 use super::edge::Edge;
 use crate::error::BoxError;
-use crate::server::Phase;
 use crate::server::activity::later;
+use crate::server::running::ConnectionPermit;
+use crate::server::{ListenerProtocol, Phase};
 use crate::{Body, ConnInfo, Scheme};
 
 /// `H3_NO_ERROR` (RFC 9114 8.1), to close a connection that did nothing wrong.
@@ -26,7 +27,7 @@ pub(super) async fn serve<S, B>(
     incoming: quinn::Incoming,
     listener: Arc<Listener<S>>,
     mut phase: watch::Receiver<Phase>,
-    _permit: OwnedSemaphorePermit,
+    _permit: ConnectionPermit,
 ) where
     S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError>,
@@ -34,7 +35,8 @@ pub(super) async fn serve<S, B>(
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let limits = &listener.limits;
+    let state = listener.state.load_full();
+    let limits = &state.limits;
     let handshake = async {
         let quic = incoming.accept()?.await?;
         Ok::<_, quinn::ConnectionError>(quic)
@@ -50,14 +52,16 @@ pub(super) async fn serve<S, B>(
             return;
         }
     };
-    let conn = ConnInfo::new(
-        listener.name.clone(),
+    let mut conn = ConnInfo::new(
+        state.name.clone(),
         Scheme::Https,
         quic.remote_address(),
         listener.local,
         server_name(&quic),
-    )
-    .with_tls(listener.certificates.clone());
+    );
+    if let ListenerProtocol::Http3(certificates) = &state.protocol {
+        conn = conn.with_tls(certificates.clone());
+    }
     let mut h3 = match ::h3::server::builder()
         .max_field_section_size(u64::try_from(limits.max_header_bytes).unwrap_or(u64::MAX))
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))

@@ -21,15 +21,18 @@ mod response;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response};
 use quinn::crypto::rustls::QuicServerConfig;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
-use super::{Limits, Phase};
+use super::running::{ConnectionPermit, ListenerState};
+use super::{Limits, ListenerProtocol, Phase};
 use crate::Body;
 use crate::error::BoxError;
 use crate::tls::TlsCertificates;
@@ -38,11 +41,12 @@ use crate::tls::TlsCertificates;
 const ALPN_H3: &[u8] = b"h3";
 
 pub(super) struct Acceptor<S> {
-    pub(super) name: Arc<str>,
-    pub(super) certificates: TlsCertificates,
+    /// Name, certificates and limits: swapped when a reload changes them.
+    pub(super) state: Arc<ArcSwap<ListenerState>>,
     pub(super) socket: std::net::UdpSocket,
     pub(super) local: SocketAddr,
-    pub(super) limits: Arc<Limits>,
+    /// The listener's count of open connections.
+    pub(super) open: Arc<AtomicUsize>,
     pub(super) service: S,
     pub(super) phase: watch::Receiver<Phase>,
     pub(super) connections: TaskTracker,
@@ -50,10 +54,9 @@ pub(super) struct Acceptor<S> {
 
 /// What every connection of one listener shares.
 struct Listener<S> {
-    name: Arc<str>,
-    certificates: TlsCertificates,
+    /// Read once per connection: its name, certificates and limits.
+    state: Arc<ArcSwap<ListenerState>>,
     local: SocketAddr,
-    limits: Arc<Limits>,
     service: S,
 }
 
@@ -69,19 +72,25 @@ where
     B::Error: Into<BoxError>,
 {
     let Acceptor {
-        name,
-        certificates,
+        state,
         socket,
         local,
-        limits,
+        open,
         service,
         phase,
         connections,
     } = acceptor;
-    let endpoint = match open_endpoint(&certificates, &limits, socket) {
+    let first = state.load_full();
+    let ListenerProtocol::Http3(certificates) = &first.protocol else {
+        tracing::error!(listener = %first.name, "not an HTTP/3 listener");
+        return;
+    };
+    // The endpoint's TLS resolves through this store: a reload pours new
+    // certificates into it rather than replacing the endpoint.
+    let endpoint = match open_endpoint(certificates, &first.limits, socket) {
         Ok(endpoint) => endpoint,
         Err(error) => {
-            tracing::error!(listener = %name, %error, "cannot start the HTTP/3 listener");
+            tracing::error!(listener = %first.name, %error, "cannot start the HTTP/3 listener");
             return;
         }
     };
@@ -91,22 +100,21 @@ where
         listener_connections.clone(),
         phase.clone(),
     ));
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
     let listener = Arc::new(Listener {
-        name,
-        certificates,
+        state,
         local,
-        limits,
         service,
     });
     loop {
         // Past max_connections we stop accepting: new handshakes wait in quinn's queue.
-        let Ok(permit) = permits.clone().acquire_owned().await else {
+        let permits = listener.state.load().permits.clone();
+        let Ok(permit) = permits.acquire_owned().await else {
             return;
         };
         let Some(incoming) = endpoint.accept().await else {
             return;
         };
+        let permit = ConnectionPermit::new(permit, &open);
         let connection = connection::serve(incoming, listener.clone(), phase.clone(), permit);
         connections.spawn(listener_connections.track_future(connection));
     }
