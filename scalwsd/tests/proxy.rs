@@ -407,34 +407,9 @@ applications:
     );
 }
 
-/// A WebSocket echo upstream on a raw socket.
-async fn websocket_echo() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (socket, _) = listener.accept().await.unwrap();
-            tokio::spawn(async move {
-                let Ok(mut ws) = tokio_tungstenite::accept_async(socket).await else {
-                    return;
-                };
-                while let Some(Ok(message)) = ws.next().await {
-                    if message.is_close() {
-                        break;
-                    }
-                    if ws.send(message).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
-
 #[tokio::test]
 async fn websocket_upgrade_echo_and_close_through_the_proxy() {
-    let upstream = websocket_echo().await;
+    let upstream = test_support::upstream::websocket_echo().await;
     let dir = tempfile::tempdir().unwrap();
     let running = support::start(&proxy_to(&upstream.to_string(), ""), dir.path());
     let stream = TcpStream::connect(running.addr("http")).await.unwrap();

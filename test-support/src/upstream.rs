@@ -151,3 +151,25 @@ pub async fn echo(response_headers: &'static [(&'static str, &'static str)]) -> 
     })
     .await
 }
+
+/// A WebSocket echo upstream on a raw socket: every message comes back.
+pub async fn websocket_echo() -> SocketAddr {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(socket).await else {
+                    return;
+                };
+                while let Some(Ok(message)) = ws.next().await {
+                    if message.is_close() || ws.send(message).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}

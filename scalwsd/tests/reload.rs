@@ -1,0 +1,578 @@
+//! Reloads of the `scalwsd` binary (SIGHUP and `POST /reload`) while it
+//! serves: nothing lost, nothing half-applied.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use test_support::upstream::{Upstream, ok};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn local(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// The binary, serving `config`; killed when dropped, so a failing test leaves nothing.
+struct Scalwsd {
+    child: Child,
+    log: PathBuf,
+    config: PathBuf,
+    admin: SocketAddr,
+}
+
+impl Scalwsd {
+    async fn start(dir: &Path, yaml: &str, admin: SocketAddr, wait_for: SocketAddr) -> Self {
+        let config = dir.join("scalws.yaml");
+        std::fs::write(&config, yaml).unwrap();
+        let log = dir.join("scalwsd.log");
+        let child = Command::new(BIN)
+            .args(["--workers", "2", "--config"])
+            .arg(&config)
+            .env("SCALWS_LOG", "info")
+            .stderr(std::fs::File::create(&log).unwrap())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let scalwsd = Self {
+            child,
+            log,
+            config,
+            admin,
+        };
+        wait_listening(wait_for).await;
+        wait_listening(admin).await;
+        scalwsd
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+
+    /// Writes the file and reloads it through the admin listener.
+    async fn reload_with(&self, yaml: &str) -> (u16, String) {
+        std::fs::write(&self.config, yaml).unwrap();
+        admin(self.admin, "POST", "/reload").await
+    }
+
+    /// Reloads counted so far, ok and failed, from /metrics.
+    async fn reloads(&self) -> (u64, u64) {
+        let (_, metrics) = admin(self.admin, "GET", "/metrics").await;
+        (
+            metric(&metrics, "scalws_config_reloads_total{result=\"ok\"}"),
+            metric(&metrics, "scalws_config_reloads_total{result=\"failed\"}"),
+        )
+    }
+}
+
+impl Drop for Scalwsd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn metric(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+}
+
+async fn wait_listening(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {addr}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One request to the admin listener: status and body.
+async fn admin(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("{method} {path} HTTP/1.1\r\nhost: admin\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_string(&mut reply))
+        .await
+        .expect("admin answered in time")
+        .unwrap();
+    let status = reply[9..12].parse().unwrap();
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// One GET on a fresh connection: status and body.
+async fn get_once(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    send(&mut sender, path).await
+}
+
+async fn send(
+    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let request = Request::get(path)
+        .header("host", "site.test")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+fn site(port: u16, admin: SocketAddr, body: &str) -> String {
+    format!(
+        r#"admin: {admin}
+limits: {{ drain_timeout: 2s }}
+listeners:
+  - {{ name: http, address: "127.0.0.1:{port}" }}
+applications:
+  - name: site
+    domains: ["*"]
+    routes:
+      - {{ path: /, respond: {{ body: "{body}" }} }}
+"#
+    )
+}
+
+/// What one client saw: when it asked, when it heard, and what.
+struct Seen {
+    sent: Instant,
+    received: Instant,
+    result: Result<(u16, String), String>,
+}
+
+/// A reload: when it was asked for, when it was known applied, and which
+/// configuration serves after it.
+struct Reload {
+    start: Instant,
+    end: Instant,
+    after: &'static str,
+}
+
+/// The bodies a request in flight between `sent` and `received` may carry.
+fn allowed(reloads: &[Reload], sent: Instant, received: Instant) -> Vec<&'static str> {
+    let mut current = "config-a";
+    for reload in reloads.iter().filter(|r| r.end < sent) {
+        current = reload.after;
+    }
+    let mut allowed = vec![current];
+    for reload in reloads {
+        if reload.start <= received && reload.end >= sent {
+            allowed.push(reload.after);
+        }
+    }
+    allowed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reload_under_load_loses_no_request_and_never_applies_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, admin_addr) = (free_port(), local(free_port()));
+    let addr = local(port);
+    let a = site(port, admin_addr, "config-a");
+    let b = site(port, admin_addr, "config-b");
+    // Valid YAML, one bad value: the whole file is refused.
+    let bad = b.replace(
+        "respond: { body: \"config-b\" }",
+        "respond: { status: 99, body: \"config-bad\" }",
+    );
+    let scalwsd = Scalwsd::start(dir.path(), &a, admin_addr, addr).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut clients = tokio::task::JoinSet::new();
+    // Keep-alive HTTP/1.1, a fresh connection per request, and HTTP/2.
+    for kind in ["keep-alive", "fresh", "h2"] {
+        let stop = stop.clone();
+        clients.spawn(async move {
+            let mut seen = Vec::new();
+            let mut keep_alive = None;
+            let mut h2 = None;
+            while !stop.load(Ordering::Relaxed) {
+                let sent = Instant::now();
+                let result = match kind {
+                    "keep-alive" => {
+                        if keep_alive.is_none() {
+                            let stream = TcpStream::connect(addr).await.unwrap();
+                            let (sender, connection) =
+                                hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                                    .await
+                                    .unwrap();
+                            tokio::spawn(connection);
+                            keep_alive = Some(sender);
+                        }
+                        send(keep_alive.as_mut().unwrap(), "/").await
+                    }
+                    "fresh" => get_once(addr, "/").await,
+                    _ => {
+                        let sender = match &mut h2 {
+                            Some(sender) => sender,
+                            None => h2.insert(test_support::h2_connection(addr).await),
+                        };
+                        let request = Request::get(format!("http://site.test:{}/", addr.port()))
+                            .body(Full::new(Bytes::new()))
+                            .unwrap();
+                        match sender.send_request(request).await {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                let body = response.into_body().collect().await.unwrap().to_bytes();
+                                Ok((status, String::from_utf8_lossy(&body).into_owned()))
+                            }
+                            Err(error) => Err(error.to_string()),
+                        }
+                    }
+                };
+                seen.push(Seen {
+                    sent,
+                    received: Instant::now(),
+                    result,
+                });
+            }
+            (kind, seen)
+        });
+    }
+
+    // 20 reloads, cycling through b, the bad file, a; even ones by POST
+    // /reload, odd ones by SIGHUP (applied once /metrics counts them).
+    let files: [(&str, &'static str); 3] = [(&b, "config-b"), (&bad, ""), (&a, "config-a")];
+    let mut reloads = Vec::new();
+    let mut current = "config-a";
+    let mut failed_by_signal = 0;
+    for i in 0..20 {
+        let (yaml, after) = files[i % 3];
+        let valid = !after.is_empty();
+        let start = Instant::now();
+        if i % 2 == 0 {
+            let (status, body) = scalwsd.reload_with(yaml).await;
+            if valid {
+                assert_eq!(status, 200, "{body}");
+                assert!(body.starts_with("reloaded"), "{body}");
+            } else {
+                assert_eq!(status, 422, "{body}");
+                // Every error, located: FILE:LINE:COLUMN: key.path: message.
+                let located = format!("{}:9:", scalwsd.config.display());
+                assert!(body.contains(&located), "{body}");
+                assert!(body.contains("routes[0].respond.status"), "{body}");
+            }
+        } else {
+            let before = scalwsd.reloads().await;
+            std::fs::write(&scalwsd.config, yaml).unwrap();
+            scalwsd.signal("HUP");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let (ok, failed) = scalwsd.reloads().await;
+                if ok + failed > before.0 + before.1 {
+                    assert_eq!(failed > before.1, !valid);
+                    break;
+                }
+                assert!(Instant::now() < deadline, "SIGHUP reload not seen");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            failed_by_signal += usize::from(!valid);
+        }
+        if valid {
+            current = after;
+        }
+        reloads.push(Reload {
+            start,
+            end: Instant::now(),
+            after: current,
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // At least 5,000 requests in all, within a minute.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, metrics) = admin(admin_addr, "GET", "/metrics").await;
+        let served = metric(
+            &metrics,
+            "scalws_requests_total{application=\"site\",route=\"/\",class=\"2xx\"}",
+        );
+        if served >= 5_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {served} requests in a minute"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut total = 0;
+    while let Some(joined) = clients.join_next().await {
+        let (kind, seen) = joined.unwrap();
+        for s in &seen {
+            let (status, body) = s.result.as_ref().unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(*status, 200, "{kind}: {body}");
+            let allowed = allowed(&reloads, s.sent, s.received);
+            assert!(
+                allowed.contains(&body.as_str()),
+                "{kind}: {body:?} not among {allowed:?}"
+            );
+        }
+        total += seen.len();
+    }
+    assert!(total >= 5_000, "{total}");
+    let bad_reloads = (0..20).filter(|i| i % 3 == 1).count();
+    assert_eq!(
+        scalwsd.reloads().await,
+        (20 - bad_reloads as u64, bad_reloads as u64)
+    );
+    // A refused SIGHUP reload is reported in the log, located.
+    assert!(failed_by_signal > 0);
+    let logs = scalwsd.logs();
+    assert!(logs.contains("reload failed"), "{logs}");
+    assert!(
+        logs.contains(&format!("{}:9:", scalwsd.config.display())),
+        "{logs}"
+    );
+    eprintln!(
+        "reload under load: {total} requests, 20 reloads ({bad_reloads} refused), 0 failures"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_and_h2_connections_opened_before_a_reload_keep_working() {
+    let echo = test_support::upstream::websocket_echo().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (port, admin_addr) = (free_port(), local(free_port()));
+    let addr = local(port);
+    let yaml = |body: &str| {
+        site(port, admin_addr, body).replace(
+            "    routes:\n",
+            &format!("    routes:\n      - {{ path: /ws, proxy: \"{echo}\" }}\n"),
+        )
+    };
+    let scalwsd = Scalwsd::start(dir.path(), &yaml("config-a"), admin_addr, addr).await;
+
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut ws, response) = tokio_tungstenite::client_async("ws://site.test/ws", stream)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 101);
+    use tokio_tungstenite::tungstenite::Message;
+    ws.send(Message::text("before")).await.unwrap();
+    assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("before"));
+
+    let mut h2 = test_support::h2_connection(addr).await;
+    let h2_get = |sender: &mut hyper::client::conn::http2::SendRequest<Full<Bytes>>| {
+        let request = Request::get(format!("http://site.test:{port}/"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = sender.send_request(request);
+        async move {
+            let body = response.await.unwrap().into_body().collect().await.unwrap();
+            String::from_utf8_lossy(&body.to_bytes()).into_owned()
+        }
+    };
+    assert_eq!(h2_get(&mut h2).await, "config-a");
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut http1, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    assert_eq!(send(&mut http1, "/").await.unwrap().1, "config-a");
+
+    let (status, body) = scalwsd.reload_with(&yaml("config-b")).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The same WebSocket, HTTP/2 and HTTP/1.1 connections, after the reload.
+    ws.send(Message::text("after")).await.unwrap();
+    assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("after"));
+    assert_eq!(h2_get(&mut h2).await, "config-b");
+    assert_eq!(send(&mut http1, "/").await.unwrap().1, "config-b");
+    ws.close(None).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_are_added_and_removed_by_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two, admin_addr) = (free_port(), free_port(), local(free_port()));
+    let listeners = |ports: &[(&str, u16)]| {
+        let list: Vec<String> = ports
+            .iter()
+            .map(|(name, port)| format!("  - {{ name: {name}, address: \"127.0.0.1:{port}\" }}\n"))
+            .collect();
+        format!(
+            "admin: {admin_addr}\nlimits: {{ drain_timeout: 2s }}\nlisteners:\n{}applications:\n  - {{ name: site, domains: [\"*\"], routes: [{{ path: /, respond: {{ body: hello }} }}] }}\n",
+            list.concat()
+        )
+    };
+    let scalwsd = Scalwsd::start(
+        dir.path(),
+        &listeners(&[("one", one)]),
+        admin_addr,
+        local(one),
+    )
+    .await;
+    assert!(TcpStream::connect(local(two)).await.is_err());
+
+    let (status, body) = scalwsd
+        .reload_with(&listeners(&[("one", one), ("two", two)]))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        get_once(local(two), "/").await.unwrap(),
+        (200, "hello".into())
+    );
+    assert_eq!(
+        get_once(local(one), "/").await.unwrap(),
+        (200, "hello".into())
+    );
+
+    // An idle keep-alive on the listener about to go.
+    let mut idle = TcpStream::connect(local(one)).await.unwrap();
+    idle.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0u8; 1024];
+    assert!(idle.read(&mut buffer).await.unwrap() > 0);
+
+    let (status, body) = scalwsd.reload_with(&listeners(&[("two", two)])).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        TcpStream::connect(local(one)).await.is_err(),
+        "a removed listener refuses connections"
+    );
+    assert_eq!(
+        get_once(local(two), "/").await.unwrap(),
+        (200, "hello".into())
+    );
+    // The removed listener's idle connection is closed, not left answering 404s.
+    let read = tokio::time::timeout(Duration::from_secs(5), idle.read(&mut buffer))
+        .await
+        .expect("closed within the drain");
+    assert!(matches!(read, Ok(0) | Err(_)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unchanged_upstreams_and_caches_are_kept_across_reloads() {
+    let origin = Upstream::start(|_request| async {
+        let mut response = ok("from-origin");
+        response
+            .headers_mut()
+            .insert("cache-control", "max-age=60".parse().unwrap());
+        response
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (port, admin_addr) = (free_port(), local(free_port()));
+    let addr = local(port);
+    let yaml = |retries: u32, max_size: &str, body: &str| {
+        format!(
+            r#"admin: {admin_addr}
+listeners: [{{ name: http, address: "127.0.0.1:{port}" }}]
+upstreams:
+  origin: {{ addresses: ["{origin}"], retries: {retries} }}
+applications:
+  - name: site
+    domains: ["*"]
+    cache: {{ max_size: {max_size} }}
+    routes:
+      - {{ path: /cached, proxy: origin }}
+      - {{ path: /direct, proxy: origin, cache: false }}
+      - {{ path: /, respond: {{ body: "{body}" }} }}
+"#,
+            origin = origin.addr
+        )
+    };
+    let scalwsd = Scalwsd::start(dir.path(), &yaml(1, "1MiB", "v1"), admin_addr, addr).await;
+    for _ in 0..2 {
+        assert_eq!(get_once(addr, "/cached").await.unwrap().1, "from-origin");
+    }
+    assert_eq!(get_once(addr, "/direct").await.unwrap().1, "from-origin");
+    assert_eq!((origin.hits(), origin.connections()), (2, 1));
+
+    // Same upstream and cache settings: the pool (and its idle connection)
+    // and the stored response survive.
+    let (status, body) = scalwsd.reload_with(&yaml(1, "1MiB", "v2")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(get_once(addr, "/").await.unwrap().1, "v2");
+    assert_eq!(get_once(addr, "/cached").await.unwrap().1, "from-origin");
+    assert_eq!(get_once(addr, "/direct").await.unwrap().1, "from-origin");
+    assert_eq!((origin.hits(), origin.connections()), (3, 1));
+
+    // Both changed: a new pool (a new connection) and an empty cache.
+    let (status, body) = scalwsd.reload_with(&yaml(2, "2MiB", "v3")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(get_once(addr, "/direct").await.unwrap().1, "from-origin");
+    assert_eq!(origin.connections(), 2);
+    assert_eq!(get_once(addr, "/cached").await.unwrap().1, "from-origin");
+    assert_eq!(origin.hits(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_cannot_bind_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, admin_addr) = (free_port(), local(free_port()));
+    let addr = local(port);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    let scalwsd = Scalwsd::start(
+        dir.path(),
+        &site(port, admin_addr, "config-a"),
+        admin_addr,
+        addr,
+    )
+    .await;
+    let with_taken = site(port, admin_addr, "config-b").replace(
+        "applications:",
+        &format!("  - {{ name: other, address: \"127.0.0.1:{taken_port}\" }}\napplications:"),
+    );
+    let (status, body) = scalwsd.reload_with(&with_taken).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("cannot bind"), "{body}");
+    assert_eq!(get_once(addr, "/").await.unwrap(), (200, "config-a".into()));
+    assert_eq!(scalwsd.reloads().await, (0, 1));
+    drop(taken);
+}
