@@ -98,11 +98,17 @@ impl Collector for Snapshot {
         )?;
         for (app, route, s) in &self.routes {
             let labels = [("application", app.as_str()), ("route", route.as_str())];
+            // prometheus-client sums the buckets itself and writes f64::MAX as
+            // le="+Inf": hand it per-bucket counts, the snapshot's are cumulative.
             let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS
                 .iter()
                 .copied()
-                .chain([f64::INFINITY])
-                .zip(s.buckets)
+                .chain([f64::MAX])
+                .zip(
+                    s.buckets
+                        .iter()
+                        .scan(0, |below, &c| Some(c - std::mem::replace(below, c))),
+                )
                 .collect();
             family
                 .encode_family(&labels)?
