@@ -24,8 +24,8 @@ use std::time::Instant;
 
 use http::header::{AUTHORIZATION, RANGE};
 use http::{Method, Request, Response, StatusCode};
-use scalws_core::Body;
 use scalws_core::error::error_response;
+use scalws_core::{Body, Observed};
 use tower::Service;
 
 use crate::cache::Shared;
@@ -103,6 +103,12 @@ where
         let authorized = request.headers().contains_key(AUTHORIZATION);
         if let Some(entry) = self.shared.store.lookup(&key, request.headers()) {
             let counters = &self.shared.counters;
+            // Answers from the store say what they are only to an observer.
+            let observed = request.extensions().get::<Observed>().is_some();
+            let mark = |response, status| match observed {
+                true => mark(response, status),
+                false => response,
+            };
             match policy::usability(&entry, now, &directives, authorized) {
                 Use::Fresh => {
                     Counters::count(&counters.hits);

@@ -4,8 +4,11 @@
 use http::Response;
 use scalws_core::Body;
 
-/// What the cache did for one request. Every response a
-/// [`CacheService`](crate::CacheService) returns carries one in its extensions:
+/// What the cache did for one request, in the extensions of the responses a
+/// [`CacheService`](crate::CacheService) returns: always on answers that went
+/// to the origin, and on answers from the store when the request carries
+/// [`scalws_core::Observed`] (the access log puts it there), since the
+/// extension costs a stored answer an allocation:
 ///
 /// ```
 /// # use scalws_cache::CacheStatus;
@@ -109,6 +112,7 @@ mod tests {
             let request = Request::builder()
                 .method(method)
                 .uri(format!("http://example.com{path}"))
+                .extension(scalws_core::Observed)
                 .body(Body::empty())
                 .unwrap();
             let service = service.clone();
@@ -144,5 +148,12 @@ mod tests {
             "stale",
         ];
         assert_eq!(seen, expected.map(Some));
+
+        // Unobserved, a hit spares the extension.
+        let request = Request::get("http://example.com/fresh")
+            .body(Body::empty())
+            .unwrap();
+        let response = service.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.extensions().get::<CacheStatus>(), None);
     }
 }

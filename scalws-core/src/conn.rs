@@ -30,6 +30,13 @@ impl Scheme {
 #[derive(Clone, Debug)]
 pub struct OriginalHost(pub http::HeaderValue);
 
+/// Put in a request's extensions by whoever reads the details the stages can
+/// attach to its response (the access log): the upstream address that
+/// answered, what the cache did. Stages skip those details on requests
+/// without it, since each costs the response an allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Observed;
+
 /// Put in every request's extensions by the server runtime.
 ///
 /// Shared by all requests of one connection: cloning it is one reference count.

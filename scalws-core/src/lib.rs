@@ -41,7 +41,7 @@ pub mod server;
 pub mod tls;
 
 pub use body::Body;
-pub use conn::{ConnInfo, OriginalHost, Scheme};
+pub use conn::{ConnInfo, Observed, OriginalHost, Scheme};
 pub use error::BoxError;
 pub use server::{
     BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server, ServerStats,

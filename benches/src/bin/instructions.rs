@@ -28,6 +28,10 @@ use http_body_util::Full;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// The allocator `scalwsd` uses, so the counts are those of the binary.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Requests sent before the measured ones: connections made, caches filled.
 const WARMUP: usize = 20;
 

@@ -65,8 +65,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
+    fn call(&mut self, mut request: Request<Body>) -> Self::Future {
         let pending = Pending::start(&self.log, &request);
+        // Asks the proxy and the cache for the upstream address and cache status.
+        request.extensions_mut().insert(scalws_core::Observed);
         ResponseFuture {
             future: self.inner.call(request),
             pending: Some(pending),

@@ -24,7 +24,7 @@ mod upgrade;
 
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
-use scalws_core::{Body, ConnInfo, OriginalHost};
+use scalws_core::{Body, ConnInfo, Observed, OriginalHost};
 
 use scalws_cache::{Cache, CacheService};
 use tower::{Layer, ServiceExt};
@@ -150,6 +150,7 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
         parts.uri = http::Uri::from(path.clone());
     }
     parts.version = Version::HTTP_11;
+    let observed = parts.extensions.get::<Observed>().is_some();
 
     let (upstream, address) = match pool.send(Request::from_parts(parts, body)).await {
         Ok(answer) => answer,
@@ -157,7 +158,9 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
     };
 
     let (mut parts, body) = upstream.into_parts();
-    parts.extensions.insert(UpstreamAddress(address));
+    if observed {
+        parts.extensions.insert(UpstreamAddress(address));
+    }
     if parts.status == StatusCode::SWITCHING_PROTOCOLS {
         return switching(parts, client_upgrade);
     }

@@ -4,8 +4,10 @@ use std::net::SocketAddr;
 
 /// The upstream address that answered a proxied request (after retries: the
 /// one whose response the client gets). The proxy inserts it into the
-/// extensions of every response that comes from an upstream; responses made
-/// by ScalWS itself (a 502 after every attempt failed, a cache hit) have none.
+/// extensions of responses from an upstream when the request carries
+/// [`scalws_core::Observed`] (the access log puts it there; the extension
+/// costs an allocation otherwise spared); responses made by ScalWS itself (a
+/// 502 after every attempt failed, a cache hit) have none.
 ///
 /// ```
 /// # use scalws_proxy::upstream::UpstreamAddress;
