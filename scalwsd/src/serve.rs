@@ -62,6 +62,15 @@ pub(crate) const EXIT_RUNTIME: u8 = 1;
 /// Serves `config` until SIGTERM or SIGINT, reloading `source` on SIGHUP and
 /// `POST /reload`, then drains.
 pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
+    // First, so that a SIGHUP or SIGUSR1 sent while starting (whose default
+    // action ends the process) is only queued.
+    let mut signals = match Signals::new() {
+        Ok(signals) => signals,
+        Err(error) => {
+            eprintln!("scalwsd: cannot install signal handlers: {error}");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
     let server = match Server::bind(&config.listeners, config.limits.clone()) {
         Ok(server) => server,
         Err(error) => {
@@ -99,13 +108,6 @@ pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
                 return ExitCode::from(EXIT_RUNTIME);
             }
         },
-    };
-    let mut signals = match Signals::new() {
-        Ok(signals) => signals,
-        Err(error) => {
-            eprintln!("scalwsd: cannot install signal handlers: {error}");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
     };
     let mut reloader = Reloader {
         source,
