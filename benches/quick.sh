@@ -10,8 +10,8 @@
 #   SCENARIO=cache-hit benches/quick.sh    # the same behind the response cache
 #   DURATION=30 benches/quick.sh
 #
-# The full A/B harness (multi.sh: rotation, medians, CPU per request, p99,
-# RSS, a gate) is not built yet.
+# For comparisons that decide anything, use multi.sh (several runs, rotation,
+# medians, a gate) and instructions.sh (instruction counts, noise-free).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

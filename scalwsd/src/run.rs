@@ -74,18 +74,12 @@ pub fn main(cli: Cli) -> ExitCode {
         .map(|n| n.get())
         .or_else(|| peek_workers(&source))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // One worker: a current-thread runtime, which skips the work-stealing
-    // scheduler's cross-thread bookkeeping (docs/benchmarks.md has the A/B).
-    let runtime = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()
-    };
+    // The multi-thread scheduler even for one worker: a current-thread
+    // runtime measured 4-10 % more CPU per request (docs/benchmarks.md).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build();
     let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => return runtime_failed(&error),
