@@ -121,11 +121,11 @@ pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
             _ = signals.int.recv() => { tracing::info!("SIGINT received"); break; }
             _ = signals.hup.recv() => {
                 tracing::info!("SIGHUP received: reloading");
-                let _ = reloader.reload(&mut running);
+                let _ = reloader.reload(&mut running).await;
             }
             Some(reply) = reload_rx.recv() => {
                 tracing::info!("POST /reload received: reloading");
-                let _ = reply.send(reloader.reload(&mut running));
+                let _ = reply.send(reloader.reload(&mut running).await);
             }
             _ = signals.usr1.recv() => {
                 tracing::info!("SIGUSR1 received: reopening the access log");
@@ -169,7 +169,7 @@ struct Reloader {
 impl Reloader {
     /// Loads the file again and applies it, or changes nothing. The message
     /// (success or every error) is logged and returned for `POST /reload`.
-    fn reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
+    async fn reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
     where
         S: tower::Service<http::Request<scalws_core::Body>, Response = http::Response<B>>
             + Clone
@@ -181,7 +181,7 @@ impl Reloader {
         B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
         B::Error: Into<scalws_core::BoxError>,
     {
-        let result = self.try_reload(running);
+        let result = self.try_reload(running).await;
         // Counters registered by a file that was refused, or by routes gone.
         self.shared.metrics.prune();
         match &result {
@@ -199,7 +199,7 @@ impl Reloader {
         result
     }
 
-    fn try_reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
+    async fn try_reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
     where
         S: tower::Service<http::Request<scalws_core::Body>, Response = http::Response<B>>
             + Clone
@@ -224,7 +224,10 @@ impl Reloader {
             )
         })?;
         self.gateway.store(next.gateway.clone());
-        if let Err(error) = running.reconfigure(&next.listeners, next.limits.clone()) {
+        if let Err(error) = running
+            .reconfigure(&next.listeners, next.limits.clone())
+            .await
+        {
             self.gateway.store(self.current.gateway.clone());
             return Err(format!(
                 "reload failed: {error}; the configuration in use is unchanged"

@@ -18,10 +18,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
 
 /// A free address on 127.0.0.1 (bound then released; scalwsd binds it next).
 fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    free_addrs::<1>()[0]
+}
+
+/// `N` distinct free addresses (held together while chosen, so never the same twice).
+fn free_addrs<const N: usize>() -> [SocketAddr; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap())
 }
 
 /// A `scalwsd` process serving a file in its own tempdir, its stderr in
@@ -289,7 +294,7 @@ async fn lines_when(path: &Path, count: usize) -> Vec<String> {
 async fn metrics_count_exactly_what_was_sent() {
     let backend = Upstream::named("backend").await;
     let origin = cacheable_upstream().await;
-    let (http, admin_addr) = (free_addr(), free_addr());
+    let [http, admin_addr] = free_addrs();
     let yaml = format!(
         r#"admin: {admin_addr}
 listeners: [{{ name: http, address: "{http}" }}]
@@ -423,7 +428,7 @@ applications:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_endpoints() {
     let origin = cacheable_upstream().await;
-    let (http, admin_addr) = (free_addr(), free_addr());
+    let [http, admin_addr] = free_addrs();
     let yaml = format!(
         r#"admin: {admin_addr}
 listeners: [{{ name: http, address: "{http}" }}]
@@ -522,7 +527,7 @@ applications:
 async fn access_log_lines_and_rotation_on_sigusr1() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
-    let (http, admin_addr) = (free_addr(), free_addr());
+    let [http, admin_addr] = free_addrs();
     let yaml = format!(
         r#"admin: {admin_addr}
 access_log: '{log}'

@@ -20,12 +20,12 @@ use tokio::net::TcpStream;
 
 const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `N` distinct free ports (held together while chosen, so never the same twice).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
 fn local(port: u16) -> SocketAddr {
@@ -217,7 +217,8 @@ fn allowed(reloads: &[Reload], sent: Instant, received: Instant) -> Vec<&'static
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reload_under_load_loses_no_request_and_never_applies_a_bad_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, admin_addr) = (free_port(), local(free_port()));
+    let [port, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
     let addr = local(port);
     let a = site(port, admin_addr, "config-a");
     let b = site(port, admin_addr, "config-b");
@@ -385,7 +386,8 @@ async fn reload_under_load_loses_no_request_and_never_applies_a_bad_file() {
 async fn websocket_and_h2_connections_opened_before_a_reload_keep_working() {
     let echo = test_support::upstream::websocket_echo().await;
     let dir = tempfile::tempdir().unwrap();
-    let (port, admin_addr) = (free_port(), local(free_port()));
+    let [port, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
     let addr = local(port);
     let yaml = |body: &str| {
         site(port, admin_addr, body).replace(
@@ -437,7 +439,8 @@ async fn websocket_and_h2_connections_opened_before_a_reload_keep_working() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listeners_are_added_and_removed_by_reload() {
     let dir = tempfile::tempdir().unwrap();
-    let (one, two, admin_addr) = (free_port(), free_port(), local(free_port()));
+    let [one, two, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
     let listeners = |ports: &[(&str, u16)]| {
         let list: Vec<String> = ports
             .iter()
@@ -506,7 +509,8 @@ async fn unchanged_upstreams_and_caches_are_kept_across_reloads() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let (port, admin_addr) = (free_port(), local(free_port()));
+    let [port, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
     let addr = local(port);
     let yaml = |retries: u32, max_size: &str, body: &str| {
         format!(
@@ -554,7 +558,8 @@ applications:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_that_cannot_bind_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, admin_addr) = (free_port(), local(free_port()));
+    let [port, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
     let addr = local(port);
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let taken_port = taken.local_addr().unwrap().port();

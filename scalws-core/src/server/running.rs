@@ -172,13 +172,13 @@ where
     ///   socket: new connections see its new name, protocol and limits, and
     ///   its certificates are replaced in place, so connections that resolve
     ///   through them (and QUIC's endpoint) see the new ones.
-    /// - A listener no longer listed stops accepting; its open connections
-    ///   carry on until they close.
+    /// - A listener no longer listed is closed before this returns; its open
+    ///   connections finish what is in flight and close within `drain_timeout`.
     /// - A new listener is bound and served.
     ///
     /// `max_connections` applies per listener generation: after a change of
     /// limits, connections accepted before it count against the old figure.
-    pub fn reconfigure(
+    pub async fn reconfigure(
         &mut self,
         listeners: &[ListenerSpec],
         limits: super::Limits,
@@ -233,20 +233,28 @@ where
                 next.push(SlotHandle(self.spawn(bound, &h3_ports)));
             }
         }
+        let mut removed = Vec::with_capacity(slots.len());
         for SlotHandle(gone) in slots {
             tracing::info!(listener = %gone.spec.name, address = %gone.local, "listener removed: draining its connections");
             gone.accept.abort();
-            // Its connections finish what is in flight and close (GOAWAY, idle
-            // keep-alives closed), as on shutdown, within drain_timeout.
-            let drain_timeout = self.limits.drain_timeout;
-            tokio::spawn(async move {
-                let _ = gone.phase.send(Phase::Draining);
-                tokio::time::sleep(drain_timeout).await;
-                let _ = gone.phase.send(Phase::Closing);
-            });
+            removed.push(gone);
         }
         self.slots = next;
         self.publish_stats();
+        let drain_timeout = self.limits.drain_timeout;
+        for gone in removed {
+            // Once its accept loop has ended, the listening socket is closed:
+            // when this returns, the address refuses connections.
+            let _ = gone.accept.await;
+            // Its connections finish what is in flight and close (GOAWAY, idle
+            // keep-alives closed), as on shutdown, within drain_timeout.
+            let phase = gone.phase;
+            tokio::spawn(async move {
+                let _ = phase.send(Phase::Draining);
+                tokio::time::sleep(drain_timeout).await;
+                let _ = phase.send(Phase::Closing);
+            });
+        }
         Ok(())
     }
 
