@@ -27,7 +27,7 @@ use scalws_proxy::metrics::Metrics;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::access_log::AccessLogs;
+use crate::access_log::{AccessLogs, Served};
 use crate::admin::{self, ReloadRequest};
 use crate::config::{self, Carried, Config};
 use crate::run::Source;
@@ -169,18 +169,7 @@ struct Reloader {
 impl Reloader {
     /// Loads the file again and applies it, or changes nothing. The message
     /// (success or every error) is logged and returned for `POST /reload`.
-    async fn reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
-    where
-        S: tower::Service<http::Request<scalws_core::Body>, Response = http::Response<B>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Error: Into<scalws_core::BoxError>,
-        S::Future: Send + 'static,
-        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<scalws_core::BoxError>,
-    {
+    async fn reload(&mut self, running: &mut Running<Served>) -> Result<String, String> {
         let result = self.try_reload(running).await;
         // Counters registered by a file that was refused, or by routes gone.
         self.shared.metrics.prune();
@@ -199,18 +188,7 @@ impl Reloader {
         result
     }
 
-    async fn try_reload<S, B>(&mut self, running: &mut Running<S>) -> Result<String, String>
-    where
-        S: tower::Service<http::Request<scalws_core::Body>, Response = http::Response<B>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Error: Into<scalws_core::BoxError>,
-        S::Future: Send + 'static,
-        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<scalws_core::BoxError>,
-    {
+    async fn try_reload(&mut self, running: &mut Running<Served>) -> Result<String, String> {
         let Source::File(path) = &self.source else {
             return Err(
                 "reload failed: serving the embedded default configuration; there is no file to reload (start with --config FILE)".into(),
