@@ -45,9 +45,11 @@ impl AccessLogs {
         }
     }
 
-    /// Lines written and dropped so far, when the log is on.
-    pub(crate) fn counts(&self) -> Option<(u64, u64)> {
-        self.log.as_ref().map(|log| (log.written(), log.dropped()))
+    /// Lines written, dropped and lost to write errors so far, when the log is on.
+    pub(crate) fn counts(&self) -> Option<(u64, u64, u64)> {
+        self.log
+            .as_ref()
+            .map(|log| (log.written(), log.dropped(), log.failed()))
     }
 
     /// Reopens the file (after a rotation moved it away): SIGUSR1.

@@ -63,8 +63,8 @@ struct Snapshot {
     reloads_ok: u64,
     reloads_failed: u64,
     hash: String,
-    /// Lines written and dropped, when an access log is on.
-    access_log: Option<(u64, u64)>,
+    /// Lines written, dropped and lost to write errors, when an access log is on.
+    access_log: Option<(u64, u64, u64)>,
 }
 
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -252,13 +252,18 @@ impl Collector for Snapshot {
         let mut info = info;
         info.encode_info(&[("sha256", self.hash.as_str())])?;
 
-        if let Some((written, dropped)) = self.access_log {
+        if let Some((written, dropped, failed)) = self.access_log {
             for (name, help, value) in [
                 ("access_log_lines", "Access log lines written.", written),
                 (
                     "access_log_dropped",
                     "Access log lines dropped because the writer fell behind.",
                     dropped,
+                ),
+                (
+                    "access_log_failed",
+                    "Access log lines lost to write errors (a full disk, a closed stdout).",
+                    failed,
                 ),
             ] {
                 let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;

@@ -50,8 +50,8 @@ pub(crate) struct Loaded {
 }
 
 impl Shared {
-    /// Lines written and dropped by the access log, when one is on.
-    pub(crate) fn access_log_counts(&self) -> Option<(u64, u64)> {
+    /// Lines written, dropped and lost by the access log, when one is on.
+    pub(crate) fn access_log_counts(&self) -> Option<(u64, u64, u64)> {
         self.access_log.counts()
     }
 }

@@ -581,3 +581,73 @@ async fn a_reload_that_cannot_bind_changes_nothing() {
     assert_eq!(scalwsd.reloads().await, (0, 1));
     drop(taken);
 }
+
+/// A port free for both TCP and UDP on 127.0.0.1.
+fn free_tcp_and_udp_port() -> u16 {
+    loop {
+        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_are_reloaded_per_listener_for_https_and_http3() {
+    use test_support::tls::{TestCa, h3, https};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new();
+    ca.issue(dir.path(), "old", &["a.test"], false);
+    ca.issue(dir.path(), "new", &["a.test"], false);
+    let one = free_tcp_and_udp_port();
+    let [two, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
+    // Both HTTPS listeners and the HTTP/3 one start with the same files.
+    let yaml = |first: &str| {
+        format!(
+            r#"admin: {admin_addr}
+listeners:
+  - {{ name: one, address: "127.0.0.1:{one}", protocol: https, tls: {{ certificates: [{{ cert: {first}.pem, key: {first}.key }}] }} }}
+  - {{ name: quic, address: "127.0.0.1:{one}", protocol: http3, tls: {{ certificates: [{{ cert: {first}.pem, key: {first}.key }}] }} }}
+  - {{ name: two, address: "127.0.0.1:{two}", protocol: https, tls: {{ certificates: [{{ cert: old.pem, key: old.key }}] }} }}
+applications:
+  - {{ name: site, domains: ["*"], routes: [{{ path: /, respond: {{ body: hello }} }}] }}
+"#
+        )
+    };
+    let scalwsd = Scalwsd::start(dir.path(), &yaml("old"), admin_addr, local(one)).await;
+    let get = |port: u16| {
+        let request = Request::get("https://a.test/")
+            .header("host", "a.test")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        https(
+            ca.client_config(&[b"http/1.1"]),
+            local(port),
+            "a.test",
+            false,
+            request,
+        )
+    };
+    let before = get(one).await.peer_certificate;
+    assert_eq!(get(two).await.peer_certificate, before);
+
+    // Listener one (and its HTTP/3 twin) move to the new pair; two keeps the old one.
+    let (status, body) = scalwsd.reload_with(&yaml("new")).await;
+    assert_eq!(status, 200, "{body}");
+    let after = get(one).await;
+    assert_eq!(after.reply.text(), "hello");
+    assert_ne!(
+        after.peer_certificate, before,
+        "listener one serves the new certificate"
+    );
+    assert_eq!(
+        get(two).await.peer_certificate,
+        before,
+        "listener two keeps its own, though it shared the files before"
+    );
+    let request = http::Request::get("https://a.test/").body(()).unwrap();
+    let reply = h3(&ca, local(one), "a.test", request, None).await;
+    assert_eq!((reply.status, reply.text()), (200, "hello"));
+}

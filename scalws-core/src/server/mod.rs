@@ -146,6 +146,7 @@ impl Server {
     {
         let mut running = Running {
             service,
+            retired: Vec::new(),
             connections: TaskTracker::new(),
             limits: Arc::new(self.limits),
             slots: Vec::new(),

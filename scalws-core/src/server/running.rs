@@ -123,6 +123,9 @@ impl ServerStats {
 /// A server started by [`Server::start`](super::Server::start).
 pub struct Running<S> {
     pub(super) service: S,
+    /// The drain phases of listeners removed by reconfigurations whose
+    /// connections may still be open: shutdown closes them too.
+    pub(super) retired: Vec<Arc<watch::Sender<Phase>>>,
     pub(super) connections: TaskTracker,
     pub(super) limits: Arc<Limits>,
     pub(super) slots: Vec<SlotHandle>,
@@ -169,9 +172,10 @@ where
     /// one cannot be, nothing changes and the error is returned.
     ///
     /// - A listener at an address already served (same transport) keeps its
-    ///   socket: new connections see its new name, protocol and limits, and
-    ///   its certificates are replaced in place, so connections that resolve
-    ///   through them (and QUIC's endpoint) see the new ones.
+    ///   socket: new connections see its new name, protocol, limits and (for
+    ///   HTTPS) certificates. QUIC's endpoint keeps the certificate store it
+    ///   was opened with, so an HTTP/3 listener's new certificates are poured
+    ///   into that store.
     /// - A listener no longer listed is closed before this returns; its open
     ///   connections finish what is in flight and close within `drain_timeout`.
     /// - A new listener is bound and served.
@@ -242,13 +246,15 @@ where
         self.slots = next;
         self.publish_stats();
         let drain_timeout = self.limits.drain_timeout;
+        self.retired.retain(|phase| phase.receiver_count() > 0);
         for gone in removed {
             // Once its accept loop has ended, the listening socket is closed:
             // when this returns, the address refuses connections.
             let _ = gone.accept.await;
             // Its connections finish what is in flight and close (GOAWAY, idle
             // keep-alives closed), as on shutdown, within drain_timeout.
-            let phase = gone.phase;
+            let phase = Arc::new(gone.phase);
+            self.retired.push(phase.clone());
             tokio::spawn(async move {
                 let _ = phase.send(Phase::Draining);
                 tokio::time::sleep(drain_timeout).await;
@@ -276,6 +282,16 @@ where
         for slot in &slots {
             let _ = slot.phase.send(Phase::Draining);
         }
+        for phase in &self.retired {
+            // Never back from Closing to Draining.
+            phase.send_if_modified(|now| {
+                let drain = *now == Phase::Serving;
+                if drain {
+                    *now = Phase::Draining;
+                }
+                drain
+            });
+        }
         self.connections.close();
         if tokio::time::timeout(limits.drain_timeout, self.connections.wait())
             .await
@@ -287,6 +303,9 @@ where
             );
             for slot in &slots {
                 let _ = slot.phase.send(Phase::Closing);
+            }
+            for phase in &self.retired {
+                let _ = phase.send(Phase::Closing);
             }
             self.connections.wait().await;
         }
@@ -383,18 +402,25 @@ where
     /// new certificates poured into the store its TLS configuration reads.
     fn update(&self, slot: &mut Slot, spec: &ListenerSpec, h3_ports: &[u16], limits_changed: bool) {
         let mut next = spec.clone();
-        match (&slot.spec.protocol, &spec.protocol) {
-            (ListenerProtocol::Https(old), ListenerProtocol::Https(new))
-            | (ListenerProtocol::Http3(old), ListenerProtocol::Http3(new)) => {
-                old.adopt(new);
-                // Keep the store the running TLS configuration resolves through.
-                next.protocol = slot.spec.protocol.clone();
-            }
-            _ => {}
+        // HTTPS takes the new store: its accept loop builds a new TLS
+        // configuration when the state changes. QUIC's endpoint keeps the
+        // store it was opened with, so the new certificates are poured into
+        // that one (which, after this, only HTTP/3 listeners use).
+        if let (ListenerProtocol::Http3(old), ListenerProtocol::Http3(new)) =
+            (&slot.spec.protocol, &spec.protocol)
+        {
+            old.adopt(new);
+            next.protocol = slot.spec.protocol.clone();
         }
         let unchanged = next == slot.spec && !limits_changed;
-        let alt_svc_before = slot.state.load().alt_svc.clone();
-        let state = self.state(&next, slot.local, h3_ports);
+        let before = slot.state.load();
+        let alt_svc_before = before.alt_svc.clone();
+        let mut state = self.state(&next, slot.local, h3_ports);
+        // The same max_connections: the same permits, so a full listener
+        // waiting for one is not left waiting on a semaphore nobody uses.
+        if before.limits.max_connections == state.limits.max_connections {
+            state.permits = before.permits.clone();
+        }
         if unchanged && state.alt_svc == alt_svc_before {
             return;
         }
