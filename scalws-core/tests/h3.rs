@@ -4,7 +4,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,9 +12,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use scalws_core::tls::{CertificateFiles, TlsCertificates};
 use scalws_core::{Body, ConnInfo, Limits, ListenerProtocol, ListenerSpec, Server};
+use test_support::tls::TestCa;
 use tokio::sync::oneshot;
 
 const BIG: usize = 2 * 1024 * 1024;
@@ -110,62 +109,28 @@ async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
 
 /// A CA and a certificate for `localhost` signed by it, as PEM files.
 struct Pki {
-    ca: rustls_pki_types::CertificateDer<'static>,
+    ca: TestCa,
     files: CertificateFiles,
 }
 
 fn pki() -> Pki {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "ScalWS test CA");
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
     let dir = std::env::temp_dir().join(format!(
         "scalws-h3-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let files = CertificateFiles {
-        cert: write(&dir, "site.pem", &cert.pem()),
-        key: write(&dir, "site.key", &key.serialize_pem()),
-    };
+    let ca = TestCa::new();
+    let (cert, key) = ca.issue(&dir, "site", &["localhost"], false);
     Pki {
-        ca: ca_cert.der().clone(),
-        files,
+        ca,
+        files: CertificateFiles { cert, key },
     }
 }
 
-fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 fn client_tls(pki: &Pki, alpn: &[u8]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(pki.ca.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    config
+    pki.ca.client_config(&[alpn])
 }
 
 // === server ===

@@ -11,11 +11,11 @@ use http::{Request, StatusCode, Version, header};
 use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
-use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls_pki_types::PrivateKeyDer;
 use scalws_core::Body;
 use scalws_proxy::upstream::{Protocol, TlsOptions, UpstreamError, UpstreamOptions, UpstreamPool};
 use tempfile::TempDir;
+use test_support::tls::TestCa;
 use test_support::upstream::ok;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -28,27 +28,12 @@ struct Pki {
 }
 
 fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "ScalWS test CA");
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let server_key = KeyPair::generate().unwrap();
-    let server_cert = CertificateParams::new(vec!["upstream.test".to_owned()])
-        .unwrap()
-        .signed_by(&server_key, &issuer)
-        .unwrap();
+    let ca = TestCa::new();
+    let (server_chain, server_key) = ca.issue_der(&["upstream.test"]);
     Pki {
-        ca_pem: ca_cert.pem(),
-        server_chain: vec![server_cert.der().clone()],
-        server_key: PrivatePkcs8KeyDer::from(server_key.serialize_der()).into(),
+        ca_pem: ca.pem().to_owned(),
+        server_chain,
+        server_key,
     }
 }
 

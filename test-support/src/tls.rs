@@ -21,6 +21,7 @@ use crate::{Reply, read_whole};
 pub struct TestCa {
     issuer: Issuer<'static, KeyPair>,
     der: CertificateDer<'static>,
+    pem: String,
 }
 
 impl Default for TestCa {
@@ -44,8 +45,40 @@ impl TestCa {
         let cert = params.self_signed(&key).unwrap();
         Self {
             der: cert.der().clone(),
+            pem: cert.pem(),
             issuer: Issuer::new(params, key),
         }
+    }
+
+    /// The CA's certificate, PEM (for an upstream's `ca` file).
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// A certificate for `names`, in memory: the chain and its key (for a
+    /// test server built straight on rustls).
+    pub fn issue_der(
+        &self,
+        names: &[&str],
+    ) -> (
+        Vec<CertificateDer<'static>>,
+        rustls_pki_types::PrivateKeyDer<'static>,
+    ) {
+        let (cert, key) = self.sign(names, false);
+        let key = rustls_pki_types::PrivatePkcs8KeyDer::from(key.serialize_der());
+        (vec![cert.der().clone()], key.into())
+    }
+
+    fn sign(&self, names: &[&str], expired: bool) -> (rcgen::Certificate, KeyPair) {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        }
+        (params.signed_by(&key, &self.issuer).unwrap(), key)
     }
 
     /// Issues a certificate for `names` into `dir` as `{stem}.pem` and
@@ -57,15 +90,7 @@ impl TestCa {
         names: &[&str],
         expired: bool,
     ) -> (PathBuf, PathBuf) {
-        let key = KeyPair::generate().unwrap();
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .unwrap();
-        if expired {
-            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
-            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
-        }
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (cert, key) = self.sign(names, expired);
         let cert_path = dir.join(format!("{stem}.pem"));
         let key_path = dir.join(format!("{stem}.key"));
         std::fs::write(&cert_path, cert.pem()).unwrap();
