@@ -22,13 +22,18 @@ use crate::serve::Shared;
 /// The whole exposition, ending with `# EOF`.
 pub(crate) fn encode(shared: &Shared) -> Result<String, std::fmt::Error> {
     let loaded = shared.loaded.load();
-    let mut pools: Vec<(String, Vec<EndpointStats>)> = loaded
+    // One row per upstream address, its label text made once.
+    let mut pools: Vec<(String, String, EndpointStats)> = loaded
         .carried
         .pools
         .iter()
-        .map(|(name, pool)| (name.to_owned(), pool.stats()))
+        .flat_map(|(name, pool)| {
+            pool.stats()
+                .into_iter()
+                .map(move |a| (name.to_owned(), a.address.to_string(), a))
+        })
         .collect();
-    pools.sort_by(|a, b| a.0.cmp(&b.0));
+    pools.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     let mut caches: Vec<(String, CacheStats)> = loaded
         .carried
         .caches
@@ -57,7 +62,8 @@ pub(crate) fn encode(shared: &Shared) -> Result<String, std::fmt::Error> {
 #[derive(Debug)]
 struct Snapshot {
     routes: Vec<(String, String, RouteSnapshot)>,
-    pools: Vec<(String, Vec<EndpointStats>)>,
+    /// Upstream name, address, its counters.
+    pools: Vec<(String, String, EndpointStats)>,
     caches: Vec<(String, CacheStats)>,
     listeners: Vec<ListenerStats>,
     reloads_ok: u64,
@@ -121,18 +127,15 @@ impl Collector for Snapshot {
             None,
             MetricType::Gauge,
         )?;
-        for (upstream, addresses) in &self.pools {
-            for a in addresses {
-                let address = a.address.to_string();
-                for state in ["healthy", "ejected", "down"] {
-                    let labels = [
-                        ("upstream", upstream.as_str()),
-                        ("address", address.as_str()),
-                        ("state", state),
-                    ];
-                    let value = i64::from(state_name(a.state) == state);
-                    family.encode_family(&labels)?.encode_gauge(&value)?;
-                }
+        for (upstream, address, a) in &self.pools {
+            for state in ["healthy", "ejected", "down"] {
+                let labels = [
+                    ("upstream", upstream.as_str()),
+                    ("address", address.as_str()),
+                    ("state", state),
+                ];
+                let value = i64::from(state_name(a.state) == state);
+                family.encode_family(&labels)?.encode_gauge(&value)?;
             }
         }
         let mut family = encoder.encode_descriptor(
@@ -141,15 +144,12 @@ impl Collector for Snapshot {
             None,
             MetricType::Gauge,
         )?;
-        for (upstream, addresses) in &self.pools {
-            for a in addresses {
-                let address = a.address.to_string();
-                let labels = [
-                    ("upstream", upstream.as_str()),
-                    ("address", address.as_str()),
-                ];
-                family.encode_family(&labels)?.encode_gauge(&a.in_flight)?;
-            }
+        for (upstream, address, a) in &self.pools {
+            let labels = [
+                ("upstream", upstream.as_str()),
+                ("address", address.as_str()),
+            ];
+            family.encode_family(&labels)?.encode_gauge(&a.in_flight)?;
         }
         let mut family = encoder.encode_descriptor(
             "upstream_failures",
@@ -157,17 +157,14 @@ impl Collector for Snapshot {
             None,
             MetricType::Counter,
         )?;
-        for (upstream, addresses) in &self.pools {
-            for a in addresses {
-                let address = a.address.to_string();
-                let labels = [
-                    ("upstream", upstream.as_str()),
-                    ("address", address.as_str()),
-                ];
-                family
-                    .encode_family(&labels)?
-                    .encode_counter::<NoLabelSet, _, u64>(&a.failures, None)?;
-            }
+        for (upstream, address, a) in &self.pools {
+            let labels = [
+                ("upstream", upstream.as_str()),
+                ("address", address.as_str()),
+            ];
+            family
+                .encode_family(&labels)?
+                .encode_counter::<NoLabelSet, _, u64>(&a.failures, None)?;
         }
 
         type CacheField = fn(&CacheStats) -> u64;
