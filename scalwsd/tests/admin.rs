@@ -2,10 +2,8 @@
 //! `scalwsd` binary: what an operator scrapes, purges, rotates and stops.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::fs::File;
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
@@ -14,116 +12,9 @@ use test_support::{Proto, Reply, TestClient, closed_within, request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
+mod support;
 
-/// A free address on 127.0.0.1 (bound then released; scalwsd binds it next).
-fn free_addr() -> SocketAddr {
-    free_addrs::<1>()[0]
-}
-
-/// `N` distinct free addresses (held together while chosen, so never the same twice).
-fn free_addrs<const N: usize>() -> [SocketAddr; N] {
-    let held: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    std::array::from_fn(|i| held[i].local_addr().unwrap())
-}
-
-/// A `scalwsd` process serving a file in its own tempdir, its stderr in
-/// `stderr.log` there. Killed (SIGKILL) when dropped; a failing test prints
-/// its logs.
-struct Scalwsd {
-    child: Child,
-    dir: tempfile::TempDir,
-    config: PathBuf,
-}
-
-impl Scalwsd {
-    /// Writes `yaml` to `scalws.yaml` in `dir`, starts scalwsd on it and waits
-    /// until the listener (and the admin listener, if any) accept connections.
-    async fn start(
-        dir: tempfile::TempDir,
-        yaml: &str,
-        http: SocketAddr,
-        admin: Option<SocketAddr>,
-        workers: u8,
-    ) -> Self {
-        let config = dir.path().join("scalws.yaml");
-        std::fs::write(&config, yaml).unwrap();
-        let stderr = File::create(dir.path().join("stderr.log")).unwrap();
-        let child = Command::new(BIN)
-            .arg("--workers")
-            .arg(workers.to_string())
-            .arg("--config")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let mut server = Self { child, dir, config };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!("scalwsd exited at start ({status}):\n{}", server.logs());
-            }
-            let mut ready = TcpStream::connect(http).await.is_ok();
-            if let Some(admin) = admin {
-                ready = ready && TcpStream::connect(admin).await.is_ok();
-            }
-            if ready {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "scalwsd did not start listening within 20 s:\n{}",
-                server.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn logs(&self) -> String {
-        std::fs::read_to_string(self.path("stderr.log")).unwrap_or_default()
-    }
-
-    /// Sends `signal` (`TERM`, `USR1`, ...) with the `kill` command.
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{signal} failed");
-    }
-
-    /// The exit status, if the process exits before `deadline`.
-    async fn exit_before(&mut self, deadline: Instant) -> Option<ExitStatus> {
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
-impl Drop for Scalwsd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- scalwsd stderr ---\n{}", self.logs());
-        }
-    }
-}
+use support::process::{Scalwsd, free_addr, free_addrs};
 
 /// `method path` with `host`, on a new connection that the request closes.
 async fn send(addr: SocketAddr, method: &str, host: &str, path: &str) -> Reply {

@@ -3,8 +3,6 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,74 +16,35 @@ use test_support::upstream::{Upstream, ok};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
+mod support;
+
+use support::process::Scalwsd;
 
 /// `N` distinct free ports (held together while chosen, so never the same twice).
 fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+    support::process::free_addrs::<N>().map(|address| address.port())
 }
 
 fn local(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// The binary, serving `config`; killed when dropped, so a failing test leaves nothing.
-struct Scalwsd {
-    child: Child,
-    log: PathBuf,
-    config: PathBuf,
-    admin: SocketAddr,
+/// What these tests ask of the admin listener.
+trait Reloads {
+    /// Writes the file and reloads it through the admin listener.
+    async fn reload_with(&self, yaml: &str) -> (u16, String);
+    /// Reloads counted so far, ok and failed, from /metrics.
+    async fn reloads(&self) -> (u64, u64);
 }
 
-impl Scalwsd {
-    async fn start(dir: &Path, yaml: &str, admin: SocketAddr, wait_for: SocketAddr) -> Self {
-        let config = dir.join("scalws.yaml");
-        std::fs::write(&config, yaml).unwrap();
-        let log = dir.join("scalwsd.log");
-        let child = Command::new(BIN)
-            .args(["--workers", "2", "--config"])
-            .arg(&config)
-            .env("SCALWS_LOG", "info")
-            .stderr(std::fs::File::create(&log).unwrap())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let scalwsd = Self {
-            child,
-            log,
-            config,
-            admin,
-        };
-        wait_listening(wait_for).await;
-        wait_listening(admin).await;
-        scalwsd
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    fn logs(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap()
-    }
-
-    /// Writes the file and reloads it through the admin listener.
+impl Reloads for Scalwsd {
     async fn reload_with(&self, yaml: &str) -> (u16, String) {
         std::fs::write(&self.config, yaml).unwrap();
-        admin(self.admin, "POST", "/reload").await
+        admin(self.admin.unwrap(), "POST", "/reload").await
     }
 
-    /// Reloads counted so far, ok and failed, from /metrics.
     async fn reloads(&self) -> (u64, u64) {
-        let (_, metrics) = admin(self.admin, "GET", "/metrics").await;
+        let (_, metrics) = admin(self.admin.unwrap(), "GET", "/metrics").await;
         (
             metric(&metrics, "scalws_config_reloads_total{result=\"ok\"}"),
             metric(&metrics, "scalws_config_reloads_total{result=\"failed\"}"),
@@ -93,25 +52,10 @@ impl Scalwsd {
     }
 }
 
-impl Drop for Scalwsd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn metric(text: &str, series: &str) -> u64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
-}
-
-async fn wait_listening(addr: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {addr}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// One request to the admin listener: status and body.
@@ -227,7 +171,7 @@ async fn reload_under_load_loses_no_request_and_never_applies_a_bad_file() {
         "respond: { body: \"config-b\" }",
         "respond: { status: 99, body: \"config-bad\" }",
     );
-    let scalwsd = Scalwsd::start(dir.path(), &a, admin_addr, addr).await;
+    let scalwsd = Scalwsd::start(dir, &a, addr, Some(admin_addr), 2).await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut clients = tokio::task::JoinSet::new();
@@ -395,7 +339,7 @@ async fn websocket_and_h2_connections_opened_before_a_reload_keep_working() {
             &format!("    routes:\n      - {{ path: /ws, proxy: \"{echo}\" }}\n"),
         )
     };
-    let scalwsd = Scalwsd::start(dir.path(), &yaml("config-a"), admin_addr, addr).await;
+    let scalwsd = Scalwsd::start(dir, &yaml("config-a"), addr, Some(admin_addr), 2).await;
 
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut ws, response) = tokio_tungstenite::client_async("ws://site.test/ws", stream)
@@ -452,10 +396,11 @@ async fn listeners_are_added_and_removed_by_reload() {
         )
     };
     let scalwsd = Scalwsd::start(
-        dir.path(),
+        dir,
         &listeners(&[("one", one)]),
-        admin_addr,
         local(one),
+        Some(admin_addr),
+        2,
     )
     .await;
     assert!(TcpStream::connect(local(two)).await.is_err());
@@ -530,7 +475,7 @@ applications:
             origin = origin.addr
         )
     };
-    let scalwsd = Scalwsd::start(dir.path(), &yaml(1, "1MiB", "v1"), admin_addr, addr).await;
+    let scalwsd = Scalwsd::start(dir, &yaml(1, "1MiB", "v1"), addr, Some(admin_addr), 2).await;
     for _ in 0..2 {
         assert_eq!(get_once(addr, "/cached").await.unwrap().1, "from-origin");
     }
@@ -564,10 +509,11 @@ async fn a_reload_that_cannot_bind_changes_nothing() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let taken_port = taken.local_addr().unwrap().port();
     let scalwsd = Scalwsd::start(
-        dir.path(),
+        dir,
         &site(port, admin_addr, "config-a"),
-        admin_addr,
         addr,
+        Some(admin_addr),
+        2,
     )
     .await;
     let with_taken = site(port, admin_addr, "config-b").replace(
@@ -616,7 +562,7 @@ applications:
 "#
         )
     };
-    let scalwsd = Scalwsd::start(dir.path(), &yaml("old"), admin_addr, local(one)).await;
+    let scalwsd = Scalwsd::start(dir, &yaml("old"), local(one), Some(admin_addr), 2).await;
     let get = |port: u16| {
         let request = Request::get("https://a.test/")
             .header("host", "a.test")

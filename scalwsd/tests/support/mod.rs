@@ -1,6 +1,8 @@
 //! Starts the gateway a YAML file describes, in-process, on loopback ports.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod process;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;

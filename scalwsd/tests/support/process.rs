@@ -1,0 +1,129 @@
+//! The `scalwsd` binary as a child process, for tests that signal it.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scalwsd");
+
+/// A free address on 127.0.0.1 (bound then released; scalwsd binds it next).
+pub fn free_addr() -> SocketAddr {
+    free_addrs::<1>()[0]
+}
+
+/// `N` distinct free addresses (held together while chosen, so never the same twice).
+pub fn free_addrs<const N: usize>() -> [SocketAddr; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap())
+}
+
+/// A `scalwsd` process serving a file in its own tempdir, its stderr in
+/// `stderr.log` there. Killed (SIGKILL) when dropped; a failing test prints
+/// its logs.
+pub struct Scalwsd {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// The configuration file it serves (rewrite it, then reload).
+    pub config: PathBuf,
+    /// The admin listener, if started with one.
+    pub admin: Option<SocketAddr>,
+}
+
+impl Scalwsd {
+    /// Writes `yaml` to `scalws.yaml` in `dir`, starts scalwsd on it and waits
+    /// until the listener (and the admin listener, if any) accept connections.
+    pub async fn start(
+        dir: tempfile::TempDir,
+        yaml: &str,
+        http: SocketAddr,
+        admin: Option<SocketAddr>,
+        workers: u8,
+    ) -> Self {
+        let config = dir.path().join("scalws.yaml");
+        std::fs::write(&config, yaml).unwrap();
+        let stderr = File::create(dir.path().join("stderr.log")).unwrap();
+        let child = Command::new(BIN)
+            .arg("--workers")
+            .arg(workers.to_string())
+            .arg("--config")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut server = Self {
+            child,
+            dir,
+            config,
+            admin,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("scalwsd exited at start ({status}):\n{}", server.logs());
+            }
+            let mut ready = TcpStream::connect(http).await.is_ok();
+            if let Some(admin) = admin {
+                ready = ready && TcpStream::connect(admin).await.is_ok();
+            }
+            if ready {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "scalwsd did not start listening within 20 s:\n{}",
+                server.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(self.path("stderr.log")).unwrap_or_default()
+    }
+
+    /// Sends `signal` (`TERM`, `USR1`, ...) with the `kill` command.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// The exit status, if the process exits before `deadline`.
+    pub async fn exit_before(&mut self, deadline: Instant) -> Option<ExitStatus> {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Scalwsd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- scalwsd stderr ---\n{}", self.logs());
+        }
+    }
+}
