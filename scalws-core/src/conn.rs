@@ -1,7 +1,9 @@
 //! What the server knows about the connection a request came on.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use http::HeaderValue;
 
 use crate::tls::TlsCertificates;
 
@@ -53,6 +55,8 @@ struct Inner {
     local: SocketAddr,
     sni: Option<Arc<str>>,
     tls: Option<TlsCertificates>,
+    /// `peer`'s IP as text, made by the first request that asks for it.
+    peer_ip: OnceLock<HeaderValue>,
 }
 
 impl ConnInfo {
@@ -72,6 +76,7 @@ impl ConnInfo {
                 local,
                 sni,
                 tls: None,
+                peer_ip: OnceLock::new(),
             }),
         }
     }
@@ -105,6 +110,16 @@ impl ConnInfo {
     /// The client's address.
     pub fn peer(&self) -> SocketAddr {
         self.inner.peer
+    }
+
+    /// The client's IP address as a header value (for `X-Forwarded-For`):
+    /// formatted once per connection, then one reference count per request.
+    pub fn peer_ip_header(&self) -> &HeaderValue {
+        self.inner.peer_ip.get_or_init(|| {
+            let text = self.inner.peer.ip().to_string();
+            // An IP address is always a valid header value.
+            HeaderValue::try_from(text).unwrap_or(HeaderValue::from_static(""))
+        })
     }
 
     /// The address the connection was accepted on.

@@ -431,6 +431,62 @@ async fn dead_upstream_is_ejected_and_health_checks_bring_it_back() {
 }
 
 #[tokio::test]
+async fn http1_host_is_the_clients_or_else_the_address_also_for_health_checks() {
+    let seen: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+    let log = seen.clone();
+    let upstream = Upstream::start(move |request| {
+        let log = log.clone();
+        async move {
+            let host = request
+                .headers()
+                .get_all(header::HOST)
+                .iter()
+                .map(|h| h.to_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(" | ");
+            log.lock().unwrap().push((request.uri().to_string(), host));
+            ok("ok")
+        }
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            health_check: Some(HealthCheck {
+                path: "/healthz".into(),
+                interval: Duration::from_millis(50),
+                ..HealthCheck::default()
+            }),
+            ..options(&[upstream.addr])
+        },
+    )
+    .unwrap();
+    answered(&pool, get("/with")).await;
+    answered(&pool, Request::get("/without").body(Body::empty()).unwrap()).await;
+    wait_until("a health check", || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|(uri, _)| uri == "/healthz")
+    })
+    .await;
+
+    // Origin-form targets, and exactly one Host: the client's, else the address.
+    let address = upstream.addr.to_string();
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.contains(&("/with".into(), "app.test".into())),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&("/without".into(), address.clone())),
+        "{seen:?}"
+    );
+    let checks: Vec<_> = seen.iter().filter(|(uri, _)| uri == "/healthz").collect();
+    assert!(checks.iter().all(|(_, host)| *host == address), "{seen:?}");
+}
+
+#[tokio::test]
 async fn active_checks_take_an_address_down() {
     let good = Upstream::named("good").await;
     let dead = refused_addr();

@@ -1,8 +1,7 @@
 //! Header hygiene between client and upstream: hop-by-hop headers removed both
 //! ways (RFC 9110 7.6.1), forwarding headers added on the way up.
 
-use std::net::IpAddr;
-
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
@@ -27,6 +26,14 @@ fn fixed_hop_by_hop() -> [&'static HeaderName; 7] {
 /// Removes hop-by-hop headers, including every header `Connection` names.
 /// `keep_te_trailers` keeps `TE: trailers` (end-to-end meaning for gRPC over HTTP/2).
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool) {
+    // Most messages carry none of them: one walk over the names instead of a
+    // lookup per hop-by-hop name.
+    if !headers
+        .keys()
+        .any(|name| fixed_hop_by_hop().contains(&name))
+    {
+        return;
+    }
     if headers.contains_key(header::CONNECTION) {
         remove_connection_listed(headers);
     }
@@ -69,20 +76,25 @@ pub(crate) fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
     connection_upgrade.then(|| upgrade.clone())
 }
 
-/// Appends the client to `X-Forwarded-For` and sets `X-Forwarded-Proto` and `X-Forwarded-Host`.
+/// Appends the client (its IP as a header value) to `X-Forwarded-For` and
+/// sets `X-Forwarded-Proto` and `X-Forwarded-Host`.
 pub(crate) fn add_forwarding(
     headers: &mut HeaderMap,
-    peer: Option<IpAddr>,
+    peer: Option<&HeaderValue>,
     scheme: &'static str,
     host: Option<&HeaderValue>,
 ) {
     if let Some(peer) = peer {
-        let peer = peer.to_string();
         let value = match joined(headers, &X_FORWARDED_FOR) {
-            Some(previous) => format!("{previous}, {peer}"),
-            None => peer,
+            Some(previous) => {
+                let mut value = previous.into_bytes();
+                value.extend_from_slice(b", ");
+                value.extend_from_slice(peer.as_bytes());
+                HeaderValue::from_maybe_shared(Bytes::from(value)).ok()
+            }
+            None => Some(peer.clone()),
         };
-        if let Ok(value) = HeaderValue::try_from(value) {
+        if let Some(value) = value {
             headers.insert(X_FORWARDED_FOR.clone(), value);
         }
     }
@@ -163,7 +175,7 @@ mod tests {
         let host = HeaderValue::from_static("example.com");
         add_forwarding(
             &mut headers,
-            Some("127.0.0.1".parse().unwrap()),
+            Some(&HeaderValue::from_static("127.0.0.1")),
             "http",
             Some(&host),
         );

@@ -114,7 +114,7 @@ impl Proxy {
 async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
     let conn = parts.extensions.get::<ConnInfo>();
-    let peer = conn.map(|c| c.peer().ip());
+    let peer = conn.map(|c| c.peer_ip_header().clone());
     let scheme = conn.map_or("http", |c| c.scheme().as_str());
 
     let upgrade = headers::requested_upgrade(&parts.headers);
@@ -136,7 +136,7 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
         Some(OriginalHost(original)) => Some(original),
         None => host.as_ref(),
     };
-    headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
+    headers::add_forwarding(&mut parts.headers, peer.as_ref(), scheme, forwarded_host);
     if let Some(host) = &host {
         parts.headers.insert(header::HOST, host.clone());
     }

@@ -1,6 +1,7 @@
 //! The pooled hyper-util client of one address: keep-alive reuse, HTTP/2
 //! multiplexing, and a bounded response head.
 
+use http::uri::Authority;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use scalws_core::Body;
@@ -33,8 +34,25 @@ pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> PooledCl
         .retry_canceled_requests(true)
         .http1_max_buf_size(HTTP1_MAX_BUF)
         .http2_max_header_list_size(HTTP2_MAX_HEADER_LIST);
-    if options.protocol == Protocol::Http2 {
-        builder.http2_only(true);
+    match options.protocol {
+        Protocol::Http2 => {
+            builder.http2_only(true);
+        }
+        // The pool sets Host itself (see `http1_pool_key`).
+        Protocol::Http1 => {
+            builder.set_host(false);
+        }
+        Protocol::Https => {}
     }
     builder.build(connector)
+}
+
+/// The URI authority of every request an `http1` pool sends. HTTP/1 goes out
+/// in origin-form with its own Host header, and the connector dials its one
+/// address whatever the URI names, so the authority is only hyper-util's pool
+/// key, which it hashes byte by byte and compares on every checkout and
+/// return. One client per address means one key: the shortest will do
+/// (`127.0.0.1:8080` cost ~2,000 instructions a request in hashing).
+pub(crate) fn http1_pool_key() -> Authority {
+    Authority::from_static("u")
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering:
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::HeaderValue;
 use http::uri::Authority;
 
 use super::client::PooledClient;
@@ -83,6 +84,8 @@ pub(crate) struct Endpoint {
     weight: u32,
     /// `ip:port`, cloned into a request's URI (a reference count, no copy).
     authority: Authority,
+    /// `ip:port` as a Host header, for HTTP/1 requests that came without one.
+    host: HeaderValue,
     /// This address's pooled connections.
     client: PooledClient,
 }
@@ -96,6 +99,8 @@ impl Endpoint {
     ) -> Self {
         let authority = Authority::from_maybe_shared(Bytes::from(address.to_string()))
             .unwrap_or_else(|_| Authority::from_static("invalid"));
+        let host = HeaderValue::from_str(authority.as_str())
+            .unwrap_or_else(|_| HeaderValue::from_static("invalid"));
         Self {
             in_flight: AtomicUsize::new(0),
             failures: AtomicU64::new(0),
@@ -107,6 +112,7 @@ impl Endpoint {
             address,
             weight,
             authority,
+            host,
             client,
         }
     }
@@ -121,6 +127,11 @@ impl Endpoint {
 
     pub(crate) fn authority(&self) -> &Authority {
         &self.authority
+    }
+
+    /// `ip:port` as a Host header value.
+    pub(crate) fn host(&self) -> &HeaderValue {
+        &self.host
     }
 
     pub(crate) fn client(&self) -> &PooledClient {

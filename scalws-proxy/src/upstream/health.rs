@@ -12,13 +12,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use http::uri::{PathAndQuery, Scheme};
-use http::{Request, Uri};
+use http::{Request, Uri, header};
 use http_body::Body as _;
 use hyper::body::Incoming;
 use scalws_core::Body;
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
+use super::client;
 use super::endpoint::Endpoint;
 use super::options::HealthCheck;
 
@@ -31,6 +32,8 @@ pub(crate) struct Checker {
     pub(crate) name: Arc<str>,
     pub(crate) endpoints: Arc<[Endpoint]>,
     pub(crate) scheme: Scheme,
+    /// An `http1` pool: the URI carries the pool key and Host the address.
+    pub(crate) http1: bool,
     pub(crate) path: PathAndQuery,
     pub(crate) check: HealthCheck,
 }
@@ -50,7 +53,10 @@ impl Checker {
                 (e.weight() > 0).then(|| {
                     Uri::builder()
                         .scheme(self.scheme.clone())
-                        .authority(e.authority().clone())
+                        .authority(match self.http1 {
+                            true => client::http1_pool_key(),
+                            false => e.authority().clone(),
+                        })
                         .path_and_query(self.path.clone())
                         .build()
                         .ok()
@@ -86,6 +92,11 @@ impl Checker {
     async fn probe(&self, endpoint: &Endpoint, uri: Uri) -> bool {
         let mut request = Request::new(Body::empty());
         *request.uri_mut() = uri;
+        if self.http1 {
+            request
+                .headers_mut()
+                .insert(header::HOST, endpoint.host().clone());
+        }
         let check = async {
             let response = endpoint.client().request(request).await.ok()?;
             let status = response.status();

@@ -41,6 +41,8 @@ struct Inner {
     /// HTTP/2 (and maybe, by ALPN, https) sends the URI's authority as
     /// `:authority`: there it is the request's Host rather than the address.
     host_authority: bool,
+    /// The URI authority of HTTP/1 requests (`client::http1_pool_key`).
+    pool_key: Authority,
     version: Version,
     request_timeout: std::time::Duration,
     retries: u32,
@@ -121,6 +123,7 @@ impl UpstreamPool {
                 name: name.clone(),
                 endpoints: endpoints.clone(),
                 scheme: scheme.clone(),
+                http1: options.protocol == Protocol::Http1,
                 path,
                 check,
             }
@@ -133,6 +136,7 @@ impl UpstreamPool {
                 endpoints,
                 scheme,
                 host_authority: options.protocol != Protocol::Http1,
+                pool_key: client::http1_pool_key(),
                 version: match options.protocol {
                     Protocol::Http2 => Version::HTTP_2,
                     _ => Version::HTTP_11,
@@ -280,8 +284,15 @@ impl Inner {
         let endpoint = &self.endpoints[index];
         let authority = match self.host_authority {
             true => host_authority(&request).unwrap_or_else(|| endpoint.authority().clone()),
-            // HTTP/1 sends origin-form: the authority is only the pool key.
-            false => endpoint.authority().clone(),
+            // HTTP/1 sends origin-form with Host (the address when the client
+            // sent none): the authority is only the pool key.
+            false => {
+                request
+                    .headers_mut()
+                    .entry(header::HOST)
+                    .or_insert_with(|| endpoint.host().clone());
+                self.pool_key.clone()
+            }
         };
         let uri = std::mem::take(request.uri_mut());
         *request.uri_mut() = self.target(authority, uri).map_err(Failure::Final)?;
