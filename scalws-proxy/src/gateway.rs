@@ -39,12 +39,18 @@ use crate::policy::https_redirect;
 #[derive(Clone, Debug)]
 pub struct Gateway {
     inner: Arc<Inner>,
+    /// Host tables of listeners the gateway before this one had and this one
+    /// has not (see [`SharedGateway::store`]).
+    retired: Option<Arc<[Listener]>>,
 }
+
+/// A listener's name and host table.
+type Listener = (Box<str>, Arc<HostTable<Arc<Application>>>);
 
 #[derive(Debug)]
 struct Inner {
     /// One host table per listener, in the order the listeners were declared.
-    listeners: Vec<(Box<str>, HostTable<Arc<Application>>)>,
+    listeners: Vec<Listener>,
     /// Where `https_redirect` sends requests; set whenever an application uses it.
     https_port: u16,
     /// Response caches by application name.
@@ -175,12 +181,13 @@ impl GatewayBuilder {
             inner: Arc::new(Inner {
                 listeners: tables
                     .into_iter()
-                    .map(|(name, table)| (name.into_boxed_str(), table.build()))
+                    .map(|(name, table)| (name.into_boxed_str(), Arc::new(table.build())))
                     .collect(),
                 https_port: self.https_port.unwrap_or(443),
                 caches,
                 unrouted: self.unrouted,
             }),
+            retired: None,
         })
     }
 }
@@ -263,13 +270,40 @@ impl Gateway {
         let listeners = &self.inner.listeners;
         match conn {
             // A handful of listeners: a scan of short names beats hashing.
-            Some(conn) => listeners
-                .iter()
-                .find(|(name, _)| **name == *conn.listener())
-                .map(|(_, table)| table),
-            None => listeners.first().map(|(_, table)| table),
+            Some(conn) => match find(listeners, conn.listener()) {
+                Some(table) => Some(table),
+                None => self.retired_hosts(conn.listener()),
+            },
+            None => listeners.first().map(|(_, table)| &**table),
         }
     }
+
+    #[cold]
+    #[inline(never)]
+    fn retired_hosts(&self, listener: &str) -> Option<&HostTable<Arc<Application>>> {
+        find(self.retired.as_deref()?, listener)
+    }
+
+    /// This gateway, keeping the host tables of `previous`'s listeners that
+    /// it does not have itself.
+    fn retiring(mut self, previous: &Gateway) -> Gateway {
+        let gone: Vec<Listener> = previous
+            .inner
+            .listeners
+            .iter()
+            .filter(|(name, _)| find(&self.inner.listeners, name).is_none())
+            .cloned()
+            .collect();
+        self.retired = (!gone.is_empty()).then(|| gone.into());
+        self
+    }
+}
+
+fn find<'a>(listeners: &'a [Listener], name: &str) -> Option<&'a HostTable<Arc<Application>>> {
+    listeners
+        .iter()
+        .find(|(listener, _)| **listener == *name)
+        .map(|(_, table)| &**table)
 }
 
 /// A TLS request for a host that the certificate chosen by its SNI does not
@@ -346,8 +380,34 @@ impl SharedGateway {
     }
 
     /// New requests go to `gateway` from now on.
+    ///
+    /// Requests that name a listener `gateway` does not have, but the gateway
+    /// it replaces had, still route by that listener's old host table: they
+    /// come on connections accepted before the listener was removed or
+    /// renamed, which are draining (an HTTP/2 stream sent before the client
+    /// saw GOAWAY, say), and they get the answer they were sent for instead
+    /// of a 404. Those tables stay until the next `store` or
+    /// [`forget_retired`](Self::forget_retired), whichever comes first.
     pub fn store(&self, gateway: Gateway) {
-        self.current.store(Arc::new(gateway));
+        let previous = self.current.load();
+        self.current.store(Arc::new(gateway.retiring(&previous)));
+    }
+
+    /// Drops the old listeners' host tables [`store`](Self::store) kept, once
+    /// their connections have drained. `stored` is the gateway given to that
+    /// `store`: if another has been stored since, nothing changes.
+    pub fn forget_retired(&self, stored: &Gateway) {
+        let current = self.current.load();
+        if current.retired.is_none() || !Arc::ptr_eq(&current.inner, &stored.inner) {
+            return;
+        }
+        self.current.rcu(|current| {
+            let mut current = Gateway::clone(current);
+            if Arc::ptr_eq(&current.inner, &stored.inner) {
+                current.retired = None;
+            }
+            current
+        });
     }
 
     /// The gateway serving now.
@@ -368,5 +428,85 @@ impl tower::Service<Request<Body>> for SharedGateway {
     #[inline]
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
         self.current.load().handle(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use http_body_util::BodyExt;
+    use scalws_router::{PathMatch, RouteSpec};
+    use tower::Service;
+
+    use super::*;
+    use crate::{Action, Respond};
+
+    /// A gateway whose listeners each answer with their own name and `version`.
+    fn gateway(listeners: &[&'static str], version: &'static str) -> Gateway {
+        let mut builder = Gateway::builder();
+        for &listener in listeners {
+            let body = format!("{listener} {version}");
+            let site = Application::builder(listener)
+                .domain("*")
+                .unwrap()
+                .listener(listener)
+                .route(RouteSpec {
+                    path: PathMatch::Prefix("/".into()),
+                    methods: None,
+                    headers: vec![],
+                    query: vec![],
+                    target: Action::Respond(Respond::new(StatusCode::OK, body)),
+                })
+                .unwrap();
+            builder = builder.listener(listener).application(site);
+        }
+        builder.build().unwrap()
+    }
+
+    /// What a request on listener `listener` gets: status and body.
+    async fn on(shared: &SharedGateway, listener: &str) -> (u16, String) {
+        let mut request = Request::get("/")
+            .header(header::HOST, "example.com")
+            .body(Body::empty())
+            .unwrap();
+        request.extensions_mut().insert(ConnInfo::new(
+            listener.into(),
+            Scheme::Http,
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:80".parse().unwrap(),
+            None,
+        ));
+        let response = shared.clone().call(request).await.unwrap();
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_removed_listeners_connections_keep_its_routes_until_forgotten() {
+        let shared = SharedGateway::new(gateway(&["a", "b"], "v1"));
+        assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
+
+        // "b" is removed, "c" added: "b"'s draining connections keep v1's routes.
+        let second = gateway(&["a", "c"], "v2");
+        shared.store(second.clone());
+        assert_eq!(on(&shared, "a").await, (200, "a v2".into()));
+        assert_eq!(on(&shared, "c").await, (200, "c v2".into()));
+        assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
+        assert_eq!(on(&shared, "never").await.0, 404);
+
+        // Forgetting on behalf of a gateway no longer current changes nothing.
+        shared.forget_retired(&gateway(&["a"], "other"));
+        assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
+        shared.forget_retired(&second);
+        assert_eq!(on(&shared, "b").await.0, 404);
+        assert_eq!(on(&shared, "a").await, (200, "a v2".into()));
+
+        // Only one generation is kept: "a" removed now, "b" long gone.
+        shared.store(gateway(&["a", "c"], "v3"));
+        shared.store(gateway(&["c"], "v4"));
+        assert_eq!(on(&shared, "a").await, (200, "a v3".into()));
+        assert_eq!(on(&shared, "b").await.0, 404);
+        assert_eq!(on(&shared, "c").await, (200, "c v4".into()));
     }
 }

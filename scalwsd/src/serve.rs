@@ -212,6 +212,17 @@ impl Reloader {
             ));
         }
         self.warn_about_restart_only_changes(&next);
+        // Listeners removed or renamed keep their old routes for their
+        // draining connections, until the drain is over.
+        let (gateway, stored, drain) = (
+            self.gateway.clone(),
+            next.gateway.clone(),
+            next.limits.drain_timeout,
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(drain).await;
+            gateway.forget_retired(&stored);
+        });
         self.shared.loaded.store(Arc::new(Loaded {
             hash: next.hash.clone(),
             carried: next.carried.clone(),

@@ -444,6 +444,58 @@ async fn listeners_are_added_and_removed_by_reload() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_listeners_old_connections_keep_its_routes_through_the_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let [port, admin_port] = free_ports();
+    let admin_addr = local(admin_port);
+    let yaml = |name: &str, body: &str| {
+        format!(
+            "admin: {admin_addr}\nlimits: {{ drain_timeout: 1s }}\nlisteners: [{{ name: {name}, address: \"127.0.0.1:{port}\" }}]\napplications:\n  - {{ name: site, domains: [\"*\"], routes: [{{ path: /, respond: {{ body: {body} }} }}] }}\n"
+        )
+    };
+    let scalwsd = Scalwsd::start(
+        dir,
+        &yaml("old", "before"),
+        local(port),
+        Some(admin_addr),
+        2,
+    )
+    .await;
+
+    // A keep-alive connection accepted by listener "old".
+    let mut kept = TcpStream::connect(local(port)).await.unwrap();
+    let mut ask = async |conn: &mut TcpStream| {
+        conn.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buffer = vec![0u8; 1024];
+        let n = conn.read(&mut buffer).await.unwrap();
+        String::from_utf8_lossy(&buffer[..n]).into_owned()
+    };
+    assert!(ask(&mut kept).await.ends_with("before"));
+
+    // Renamed at the same address, with a new body: new connections get the
+    // new routes; the old connection still carries "old", which the new file
+    // has not: it gets the old routes (not 404) while the drain lasts...
+    let (status, body) = scalwsd.reload_with(&yaml("new", "after")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        get_once(local(port), "/").await.unwrap(),
+        (200, "after".into())
+    );
+    let answer = ask(&mut kept).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("before"),
+        "{answer}"
+    );
+
+    // ...and 404 once drain_timeout has passed (the client should reconnect).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let answer = ask(&mut kept).await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unchanged_upstreams_and_caches_are_kept_across_reloads() {
     let origin = Upstream::start(|_request| async {
         let mut response = ok("from-origin");
