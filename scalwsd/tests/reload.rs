@@ -464,7 +464,7 @@ async fn a_renamed_listeners_old_connections_keep_its_routes_through_the_drain()
 
     // A keep-alive connection accepted by listener "old".
     let mut kept = TcpStream::connect(local(port)).await.unwrap();
-    let mut ask = async |conn: &mut TcpStream| {
+    let ask = async |conn: &mut TcpStream| {
         conn.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
             .await
             .unwrap();
