@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use http::HeaderValue;
 
+use crate::server::TunnelHost;
 use crate::tls::TlsCertificates;
 
 /// The scheme a listener serves.
@@ -57,6 +58,8 @@ struct Inner {
     tls: Option<TlsCertificates>,
     /// `peer`'s IP as text, made by the first request that asks for it.
     peer_ip: OnceLock<HeaderValue>,
+    /// Set by the server: where this connection's tunnels run.
+    tunnels: Option<TunnelHost>,
 }
 
 impl ConnInfo {
@@ -77,6 +80,7 @@ impl ConnInfo {
                 sni,
                 tls: None,
                 peer_ip: OnceLock::new(),
+                tunnels: None,
             }),
         }
     }
@@ -85,6 +89,16 @@ impl ConnInfo {
     pub fn with_tls(mut self, certificates: TlsCertificates) -> Self {
         Arc::make_mut(&mut self.inner).tls = Some(certificates);
         self
+    }
+
+    /// The server's hold on this connection's tunnels (see `spawn_tunnel`).
+    pub(crate) fn with_tunnels(mut self, host: TunnelHost) -> Self {
+        Arc::make_mut(&mut self.inner).tunnels = Some(host);
+        self
+    }
+
+    pub(crate) fn tunnel_host(&self) -> Option<&TunnelHost> {
+        self.inner.tunnels.as_ref()
     }
 
     /// The connection after its TLS handshake: scheme https, the server name

@@ -44,5 +44,6 @@ pub use body::Body;
 pub use conn::{ConnInfo, Observed, OriginalHost, Scheme};
 pub use error::BoxError;
 pub use server::{
-    BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server, ServerStats,
+    BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server,
+    ServerStats, spawn_tunnel,
 };

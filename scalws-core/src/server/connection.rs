@@ -22,7 +22,7 @@ use super::activity::{Activity, Verdict};
 use super::edge::Edge;
 use super::io::TrackedIo;
 use super::running::{ConnectionPermit, ListenerState};
-use super::{Limits, ListenerProtocol, Phase};
+use super::{Limits, ListenerProtocol, Phase, TunnelHost};
 use crate::error::BoxError;
 use crate::tls::TlsCertificates;
 use crate::{Body, ConnInfo, Scheme};
@@ -103,7 +103,12 @@ where
             phase: acceptor.phase.clone(),
             permit: ConnectionPermit::new(permit, &acceptor.open),
         };
-        let conn = ConnInfo::new(state.name.clone(), Scheme::Http, peer, acceptor.local, None);
+        let conn = ConnInfo::new(state.name.clone(), Scheme::Http, peer, acceptor.local, None)
+            .with_tunnels(TunnelHost {
+                tasks: acceptor.connections.clone(),
+                phase: acceptor.phase.clone(),
+                idle_timeout: state.limits.tunnel_idle_timeout,
+            });
         let mut edge = Edge {
             service: acceptor.service.clone(),
             conn,
@@ -143,7 +148,8 @@ struct Connection {
     builder: Arc<auto::Builder<TokioExecutor>>,
     limits: Arc<Limits>,
     phase: watch::Receiver<Phase>,
-    /// Returned to the listener's `max_connections` when the connection ends.
+    /// Returned to the listener's `max_connections` when the socket is
+    /// dropped: when the connection ends, or its tunnel if it was upgraded.
     permit: ConnectionPermit,
 }
 
@@ -188,7 +194,7 @@ impl Connection {
         B::Error: Into<BoxError>,
     {
         let activity = edge.activity.clone();
-        let io = TokioIo::new(TrackedIo::new(io, activity.clone()));
+        let io = TokioIo::new(TrackedIo::new(io, activity.clone(), self.permit));
         let edge = Arc::new(edge);
         let service = hyper::service::service_fn(move |request| {
             let edge = edge.clone();
@@ -196,7 +202,6 @@ impl Connection {
         });
         let connection = self.builder.serve_connection_with_upgrades(io, service);
         drive(connection, &activity, &self.limits, self.phase).await;
-        drop(self.permit);
     }
 }
 

@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::activity::Activity;
+use super::running::ConnectionPermit;
 
 pin_project_lite::pin_project! {
     /// Forwards to the socket and stamps [`Activity`] on every read and write that moved bytes.
@@ -15,12 +16,19 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: T,
         activity: Arc<Activity>,
+        // The connection's place in its listener, held as long as the socket:
+        // through a tunnel too, when the connection is upgraded.
+        permit: ConnectionPermit,
     }
 }
 
 impl<T> TrackedIo<T> {
-    pub(crate) fn new(inner: T, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
+    pub(crate) fn new(inner: T, activity: Arc<Activity>, permit: ConnectionPermit) -> Self {
+        Self {
+            inner,
+            activity,
+            permit,
+        }
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Limits {
     pub max_request_body: u64,
     /// How long requests in flight may run after shutdown begins.
     pub drain_timeout: Duration,
+    /// How long a tunnel (an upgraded connection: WebSocket) may stay open
+    /// with no byte moving either way.
+    pub tunnel_idle_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -37,6 +40,7 @@ impl Default for Limits {
             h2_max_concurrent_streams: NonZeroU32::new(128).unwrap_or(NonZeroU32::MIN),
             max_request_body: 16 * 1024 * 1024,
             drain_timeout: Duration::from_secs(30),
+            tunnel_idle_timeout: Duration::from_secs(300),
         }
     }
 }

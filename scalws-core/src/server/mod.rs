@@ -13,6 +13,7 @@ mod h3;
 mod io;
 mod limits;
 mod running;
+mod tunnel;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -26,6 +27,8 @@ use tower::Service;
 
 pub use limits::Limits;
 pub use running::{ListenerStats, Running, ServerStats};
+pub(crate) use tunnel::TunnelHost;
+pub use tunnel::spawn_tunnel;
 
 use crate::Body;
 use crate::error::BoxError;

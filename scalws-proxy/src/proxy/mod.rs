@@ -20,7 +20,6 @@
 //!    extensions.
 
 mod headers;
-mod upgrade;
 
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
@@ -118,8 +117,12 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
     let scheme = conn.map_or("http", |c| c.scheme().as_str());
 
     let upgrade = headers::requested_upgrade(&parts.headers);
+    // The client's side of a tunnel, and its connection, which the tunnel counts as.
     let client_upgrade = match upgrade {
-        Some(_) => parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+        Some(_) => parts
+            .extensions
+            .remove::<hyper::upgrade::OnUpgrade>()
+            .map(|side| (side, parts.extensions.get::<ConnInfo>().cloned())),
         None => None,
     };
 
@@ -172,12 +175,12 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
 /// `101` from the upstream: tunnel if the client asked for this upgrade.
 fn switching(
     mut parts: http::response::Parts,
-    client: Option<hyper::upgrade::OnUpgrade>,
+    client: Option<(hyper::upgrade::OnUpgrade, Option<ConnInfo>)>,
 ) -> Response<Body> {
     let upstream = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     match (client, upstream) {
-        (Some(client), Some(upstream)) => {
-            upgrade::spawn_tunnel(client, upstream);
+        (Some((client, conn)), Some(upstream)) => {
+            scalws_core::spawn_tunnel(conn.as_ref(), client, upstream);
             Response::from_parts(parts, Body::empty())
         }
         _ => {

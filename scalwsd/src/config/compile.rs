@@ -265,6 +265,9 @@ impl Compiler<'_> {
         if let Some(v) = &file.drain_timeout {
             limits.drain_timeout = v.value.0;
         }
+        if let Some(v) = &file.tunnel_idle_timeout {
+            limits.tunnel_idle_timeout = self.positive(v, &path("tunnel_idle_timeout"));
+        }
         limits
     }
 

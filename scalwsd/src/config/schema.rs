@@ -36,6 +36,7 @@ pub(super) struct LimitsFile {
     pub(super) h2_max_concurrent_streams: Option<Spanned<u32>>,
     pub(super) max_request_body: Option<Spanned<SizeValue>>,
     pub(super) drain_timeout: Option<Spanned<DurationValue>>,
+    pub(super) tunnel_idle_timeout: Option<Spanned<DurationValue>>,
 }
 
 #[derive(Debug, Deserialize)]

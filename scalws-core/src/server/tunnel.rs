@@ -1,0 +1,192 @@
+//! Byte tunnels for upgraded connections (WebSocket and the like): the
+//! client's connection and the upstream's, after `101 Switching Protocols`.
+//!
+//! A tunnel started for a connection the server accepted is one of the
+//! server's connections to the end: the client's connection keeps its place
+//! in its listener's `max_connections` and open-connection count (the permit
+//! travels with the socket into the tunnel), a drain waits for it like for a
+//! request in flight and closes it when `drain_timeout` runs out, and it is
+//! closed once no byte has moved either way for `tunnel_idle_timeout`.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
+
+use super::{Limits, Phase};
+use crate::ConnInfo;
+
+/// What a connection's tunnels need from the server: its task tracker (a
+/// drain waits for them), its listener's phase (closed when the drain runs
+/// out) and the idle limit.
+#[derive(Clone, Debug)]
+pub(crate) struct TunnelHost {
+    pub(super) tasks: TaskTracker,
+    pub(super) phase: watch::Receiver<Phase>,
+    pub(super) idle_timeout: Duration,
+}
+
+/// Waits for both sides to finish upgrading, then copies bytes both ways until
+/// either side closes, nothing moves for the idle limit, or the drain ends it.
+/// Runs as a task of its own so the `101` response can go back first.
+///
+/// `conn` is the client connection's [`ConnInfo`]: with one made by the
+/// server, the tunnel counts as that connection (see the module docs);
+/// without (a request not from [`Server`](super::Server)), it is a plain task
+/// with the default idle limit.
+pub fn spawn_tunnel(conn: Option<&ConnInfo>, client: OnUpgrade, upstream: OnUpgrade) {
+    match conn.and_then(ConnInfo::tunnel_host) {
+        Some(host) => {
+            let run = run(
+                client,
+                upstream,
+                host.idle_timeout,
+                Some(host.phase.clone()),
+            );
+            host.tasks.spawn(run);
+        }
+        None => {
+            let idle_timeout = Limits::default().tunnel_idle_timeout;
+            tokio::spawn(run(client, upstream, idle_timeout, None));
+        }
+    }
+}
+
+async fn run(
+    client: OnUpgrade,
+    upstream: OnUpgrade,
+    idle_timeout: Duration,
+    phase: Option<watch::Receiver<Phase>>,
+) {
+    let (client, upstream) = match tokio::try_join!(client, upstream) {
+        Ok(both) => both,
+        Err(error) => {
+            tracing::debug!(%error, "upgrade failed before the tunnel opened");
+            return;
+        }
+    };
+    let moved = Arc::new(LastMoved::new());
+    let mut client = Stamped::new(TokioIo::new(client), &moved);
+    let mut upstream = Stamped::new(TokioIo::new(upstream), &moved);
+    let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
+    let closing = async move {
+        match phase {
+            // A dropped sender means the server is gone: close too.
+            Some(mut phase) => drop(phase.wait_for(|now| *now == Phase::Closing).await),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(copy, closing);
+    loop {
+        let idle_until = moved.at() + idle_timeout;
+        tokio::select! {
+            result = &mut copy => {
+                match result {
+                    Ok((up, down)) => tracing::debug!(up, down, "tunnel closed"),
+                    Err(error) => tracing::debug!(%error, "tunnel ended with an error"),
+                }
+                return;
+            }
+            () = &mut closing => {
+                tracing::debug!("drain timeout reached; closing the tunnel");
+                return;
+            }
+            () = tokio::time::sleep_until(idle_until.into()) => {
+                if moved.at() + idle_timeout <= Instant::now() {
+                    tracing::debug!(?idle_timeout, "tunnel idle; closing");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// When bytes last moved through a tunnel, either way.
+struct LastMoved {
+    start: Instant,
+    /// Milliseconds after `start`.
+    millis: AtomicU64,
+}
+
+impl LastMoved {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            millis: AtomicU64::new(0),
+        }
+    }
+
+    fn stamp(&self) {
+        let millis = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.millis.store(millis, Relaxed);
+    }
+
+    fn at(&self) -> Instant {
+        self.start + Duration::from_millis(self.millis.load(Relaxed))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One side of a tunnel, stamping [`LastMoved`] whenever bytes move.
+    struct Stamped<T> {
+        #[pin]
+        inner: T,
+        moved: Arc<LastMoved>,
+    }
+}
+
+impl<T> Stamped<T> {
+    fn new(inner: T, moved: &Arc<LastMoved>) -> Self {
+        Self {
+            inner,
+            moved: moved.clone(),
+        }
+    }
+}
+
+impl<T: AsyncRead> AsyncRead for Stamped<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let result = this.inner.poll_read(cx, buf);
+        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.moved.stamp();
+        }
+        result
+    }
+}
+
+impl<T: AsyncWrite> AsyncWrite for Stamped<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let result = this.inner.poll_write(cx, buf);
+        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+            this.moved.stamp();
+        }
+        result
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_shutdown(cx)
+    }
+}
