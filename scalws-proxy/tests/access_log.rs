@@ -375,3 +375,27 @@ async fn a_client_gone_mid_body_still_gets_one_line() {
     file.log.flush().await;
     assert_eq!(read_lines(&file.path).len(), 1);
 }
+
+#[tokio::test]
+async fn a_panicking_handler_is_logged_as_the_500_the_client_gets() {
+    let panicking = tower::service_fn(|request: Request<Body>| async move {
+        if request.uri().path() == "/panic" {
+            panic!("a handler bug");
+        }
+        Ok::<_, Infallible>(Response::new(Body::from("fine")))
+    })
+    .map_future(Box::pin);
+    let file = LogFile::start(64);
+    let addr = serve(AccessLogLayer::new(file.log.clone()).layer(panicking)).await;
+
+    let client = TestClient::new(Proto::Http1);
+    assert_eq!(client.get(addr, "p.test", "/panic").await.status, 500);
+    assert_eq!(client.get(addr, "p.test", "/after").await.status, 200);
+
+    let lines = file.lines(2).await;
+    let statuses: Vec<(&str, u64)> = lines
+        .iter()
+        .map(|l| (l["path"].as_str().unwrap(), l["status"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(statuses, [("/panic", 500), ("/after", 200)], "{lines:?}");
+}

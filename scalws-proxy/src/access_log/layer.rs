@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -92,7 +93,19 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let Ok(response) = ready!(Pin::new(&mut this.future).poll(cx));
+        let polled =
+            std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut this.future).poll(cx)));
+        let Ok(response) = ready!(match polled {
+            Ok(poll) => poll,
+            // The server answers a panicking handler with 500 (and logs the
+            // panic): the entry says 500 too, not "client gone".
+            Err(panic) => {
+                if let Some(pending) = this.pending.take() {
+                    pending.panicked();
+                }
+                std::panic::resume_unwind(panic)
+            }
+        });
         Poll::Ready(Ok(match this.pending.take() {
             Some(pending) => pending.respond(response),
             None => response,

@@ -73,6 +73,13 @@ impl Pending {
         self.finish(0);
     }
 
+    /// The handler panicked: the server answers 500.
+    #[cold]
+    pub(super) fn panicked(mut self) {
+        self.entry.status = 500;
+        self.finish(0);
+    }
+
     /// Logs the entry with `bytes` sent, now.
     pub(super) fn finish(mut self, bytes: u64) {
         self.entry.bytes = bytes;
