@@ -593,15 +593,16 @@ fn free_tcp_and_udp_port() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn certificates_are_reloaded_per_listener_for_https_and_http3() {
-    use test_support::tls::{TestCa, h3, https};
+    use test_support::tls::{TestCa, h3, h3_peer_certificate, https};
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new();
     ca.issue(dir.path(), "old", &["a.test"], false);
     ca.issue(dir.path(), "new", &["a.test"], false);
     let one = free_tcp_and_udp_port();
-    let [two, admin_port] = free_ports();
+    let two = free_tcp_and_udp_port();
+    let [admin_port] = free_ports();
     let admin_addr = local(admin_port);
-    // Both HTTPS listeners and the HTTP/3 one start with the same files.
+    // Both HTTPS listeners and both HTTP/3 ones start with the same files.
     let yaml = |first: &str| {
         format!(
             r#"admin: {admin_addr}
@@ -609,6 +610,7 @@ listeners:
   - {{ name: one, address: "127.0.0.1:{one}", protocol: https, tls: {{ certificates: [{{ cert: {first}.pem, key: {first}.key }}] }} }}
   - {{ name: quic, address: "127.0.0.1:{one}", protocol: http3, tls: {{ certificates: [{{ cert: {first}.pem, key: {first}.key }}] }} }}
   - {{ name: two, address: "127.0.0.1:{two}", protocol: https, tls: {{ certificates: [{{ cert: old.pem, key: old.key }}] }} }}
+  - {{ name: quic2, address: "127.0.0.1:{two}", protocol: http3, tls: {{ certificates: [{{ cert: old.pem, key: old.key }}] }} }}
 applications:
   - {{ name: site, domains: ["*"], routes: [{{ path: /, respond: {{ body: hello }} }}] }}
 "#
@@ -630,6 +632,8 @@ applications:
     };
     let before = get(one).await.peer_certificate;
     assert_eq!(get(two).await.peer_certificate, before);
+    assert_eq!(h3_peer_certificate(local(one), "a.test").await, before);
+    assert_eq!(h3_peer_certificate(local(two), "a.test").await, before);
 
     // Listener one (and its HTTP/3 twin) move to the new pair; two keeps the old one.
     let (status, body) = scalwsd.reload_with(&yaml("new")).await;
@@ -648,4 +652,14 @@ applications:
     let request = http::Request::get("https://a.test/").body(()).unwrap();
     let reply = h3(&ca, local(one), "a.test", request, None).await;
     assert_eq!((reply.status, reply.text()), (200, "hello"));
+    // The same for HTTP/3: quic moves with one, quic2 keeps the old pair.
+    assert_eq!(
+        h3_peer_certificate(local(one), "a.test").await,
+        after.peer_certificate
+    );
+    assert_eq!(
+        h3_peer_certificate(local(two), "a.test").await,
+        before,
+        "quic2 keeps its own, though it shared the files before"
+    );
 }

@@ -228,6 +228,33 @@ pub async fn h3(
         .expect("HTTP/3 exchange timed out")
 }
 
+/// The certificate an HTTP/3 (QUIC) server at `addr` presents for `sni`:
+/// a QUIC handshake only, with any certificate accepted.
+pub async fn h3_peer_certificate(addr: SocketAddr, sni: &str) -> CertificateDer<'static> {
+    let handshake = async {
+        let quic_tls =
+            quinn::crypto::rustls::QuicClientConfig::try_from(insecure_client_config(&[b"h3"]))
+                .unwrap();
+        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic_tls)));
+        let quic = endpoint
+            .connect(addr, sni)
+            .unwrap()
+            .await
+            .expect("QUIC handshake failed");
+        let chain = quic
+            .peer_identity()
+            .expect("a TLS peer identity")
+            .downcast::<Vec<CertificateDer<'static>>>()
+            .expect("a rustls certificate chain");
+        quic.close(0u32.into(), b"done");
+        chain[0].clone()
+    };
+    tokio::time::timeout(Duration::from_secs(10), handshake)
+        .await
+        .expect("QUIC handshake timed out")
+}
+
 /// A client config that accepts any server certificate (for a test that
 /// serves an expired one on purpose).
 pub fn insecure_client_config(alpn: &[&[u8]]) -> rustls::ClientConfig {

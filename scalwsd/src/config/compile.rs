@@ -193,8 +193,9 @@ struct Compiler<'a> {
     /// `None` (no https listener) makes `https_redirect: true` an error.
     https_port: Option<u16>,
     /// Certificate sets already loaded, by their files: listeners naming the
-    /// same files share one set (and so one reload).
-    certificates: Vec<(Vec<CertificateFiles>, TlsCertificates)>,
+    /// same files share one set, except that no two `http3` listeners do
+    /// (`true`: an `http3` listener has this one).
+    certificates: Vec<(Vec<CertificateFiles>, TlsCertificates, bool)>,
     /// Problems that do not stop the load (expired certificates).
     warnings: Vec<String>,
     /// The response cache of the application being compiled, if it has one.
@@ -326,13 +327,12 @@ impl Compiler<'_> {
                     );
                     None
                 }
-                (Some(kind), Some(tls)) => {
-                    self.certificates(&path("tls.certificates"), tls)
-                        .map(|certs| match kind {
-                            Kind::Https => ListenerProtocol::Https(certs),
-                            _ => ListenerProtocol::Http3(certs),
-                        })
-                }
+                (Some(kind), Some(tls)) => self
+                    .certificates(&path("tls.certificates"), tls, matches!(kind, Kind::Http3))
+                    .map(|certs| match kind {
+                        Kind::Https => ListenerProtocol::Https(certs),
+                        _ => ListenerProtocol::Http3(certs),
+                    }),
                 (None, _) => None,
             };
             match l.address.value.parse::<SocketAddr>() {
@@ -1137,11 +1137,16 @@ impl Compiler<'_> {
         }
     }
 
-    /// Loads a listener's certificates, or reuses the set loaded for the same files.
+    /// Loads a listener's certificates, or reuses the set loaded for the same
+    /// files. No set is shared by two `http3` listeners (`quic`): a reload
+    /// pours an `http3` listener's new certificates into the set its QUIC
+    /// endpoint was opened with, and another `http3` listener reading that
+    /// set would serve them too. (`https` listeners take new sets.)
     fn certificates(
         &mut self,
         path: &str,
         tls: &Spanned<ListenerTlsFile>,
+        quic: bool,
     ) -> Option<TlsCertificates> {
         if tls.value.certificates.is_empty() {
             self.errors.at(
@@ -1160,13 +1165,22 @@ impl Compiler<'_> {
                 key: self.base_dir.join(&c.value.key.value),
             })
             .collect();
-        if let Some((_, loaded)) = self.certificates.iter().find(|(f, _)| *f == files) {
-            return Some(loaded.clone());
+        let mut seen = false;
+        for (loaded_files, loaded, taken_by_quic) in &mut self.certificates {
+            if *loaded_files == files {
+                seen = true;
+                if !(quic && *taken_by_quic) {
+                    *taken_by_quic |= quic;
+                    return Some(loaded.clone());
+                }
+            }
         }
         match TlsCertificates::load(&files) {
             Ok(loaded) => {
-                self.warnings.extend(loaded.warnings());
-                self.certificates.push((files, loaded.clone()));
+                if !seen {
+                    self.warnings.extend(loaded.warnings());
+                }
+                self.certificates.push((files, loaded.clone(), quic));
                 Some(loaded)
             }
             Err(error) => {
