@@ -149,6 +149,11 @@ impl UpstreamPool {
         })
     }
 
+    /// Whether `other` is a handle to this same pool (a clone of this one).
+    pub fn same_pool(&self, other: &UpstreamPool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The pool's name.
     pub fn name(&self) -> &str {
         &self.inner.name

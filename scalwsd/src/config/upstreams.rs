@@ -63,9 +63,10 @@ impl Upstreams {
         at: &serde_saphyr::Location,
         errors: &mut Errors,
     ) -> Option<UpstreamPool> {
+        let definition = Definition::of(options.clone());
         let pool = match self.previous.0.get(name) {
-            Some((old, pool)) if *old == options => pool.clone(),
-            _ => match UpstreamPool::new(name, options.clone()) {
+            Some((old, pool)) if *old == definition => pool.clone(),
+            _ => match UpstreamPool::new(name, options) {
                 Ok(pool) => pool,
                 Err(error) => {
                     errors.at(at, format!("upstreams.{name}"), error.to_string());
@@ -75,7 +76,7 @@ impl Upstreams {
         };
         self.pools
             .0
-            .insert(name.to_owned(), (options, pool.clone()));
+            .insert(name.to_owned(), (definition, pool.clone()));
         Some(pool)
     }
 
@@ -377,11 +378,87 @@ fn compile_one(
 /// Upstream pools by name (`host:port` for inline ones) with the definition
 /// each was built from: what a reload compares to keep a pool.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Pools(HashMap<String, (UpstreamOptions, UpstreamPool)>);
+pub(crate) struct Pools(HashMap<String, (Definition, UpstreamPool)>);
+
+/// What a pool is built from: its options, and the contents of its `tls.ca`
+/// file, read again at each load, so that a CA file replaced in place (same
+/// path) makes a new pool that trusts the new certificates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Definition {
+    options: UpstreamOptions,
+    ca: Option<Vec<u8>>,
+}
+
+impl Definition {
+    fn of(options: UpstreamOptions) -> Self {
+        // Unreadable now: `None`, which differs from the bytes read when the
+        // pool was built, so a new pool is tried and reports the error.
+        let ca = options
+            .tls
+            .ca
+            .as_ref()
+            .and_then(|path| std::fs::read(path).ok());
+        Self { options, ca }
+    }
+}
 
 impl Pools {
     /// Every pool with its name.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &UpstreamPool)> {
         self.0.iter().map(|(name, (_, pool))| (name.as_str(), pool))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::Path;
+
+    use test_support::tls::TestCa;
+
+    use super::super::{Carried, load_after};
+    use super::*;
+
+    fn load(dir: &Path, previous: &Carried) -> Carried {
+        let yaml = r#"
+listeners: [{ name: http, address: "127.0.0.1:0" }]
+upstreams:
+  secure:
+    addresses: ["127.0.0.1:9"]
+    protocol: https
+    tls: { ca: ca.pem, sni: a.test }
+  plain: { addresses: ["127.0.0.1:9"] }
+applications:
+  - name: site
+    domains: ["*"]
+    routes:
+      - { path: /s, proxy: secure }
+      - { path: /, proxy: plain }
+"#;
+        load_after("test.yaml", yaml, dir, previous)
+            .unwrap()
+            .carried
+    }
+
+    fn pool<'a>(carried: &'a Carried, name: &str) -> &'a UpstreamPool {
+        carried.pools.iter().find(|(n, _)| *n == name).unwrap().1
+    }
+
+    #[test]
+    fn a_ca_file_replaced_in_place_makes_a_new_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_path = dir.path().join("ca.pem");
+        std::fs::write(&ca_path, TestCa::new().pem()).unwrap();
+        let first = load(dir.path(), &Carried::default());
+
+        let again = load(dir.path(), &first);
+        assert!(pool(&again, "secure").same_pool(pool(&first, "secure")));
+        assert!(pool(&again, "plain").same_pool(pool(&first, "plain")));
+
+        // Same path, new contents: the https pool is made anew; the other is kept.
+        std::fs::write(&ca_path, TestCa::new().pem()).unwrap();
+        let renewed = load(dir.path(), &again);
+        assert!(!pool(&renewed, "secure").same_pool(pool(&again, "secure")));
+        assert!(pool(&renewed, "plain").same_pool(pool(&again, "plain")));
     }
 }
