@@ -15,14 +15,16 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::serve::Shared;
 
 /// A reload asked for over HTTP: the serving loop answers on the channel.
 pub(crate) type ReloadRequest = oneshot::Sender<Result<String, String>>;
 
-/// Binds `address` and serves the admin endpoints until the task is aborted.
+/// Binds `address` and serves the admin endpoints until the task is aborted,
+/// which also closes the admin connections still open (a keep-alive health
+/// checker sees the drain at once, instead of `200` on an old connection).
 pub(crate) async fn start(
     address: SocketAddr,
     shared: Arc<Shared>,
@@ -32,7 +34,10 @@ pub(crate) async fn start(
     let local = listener.local_addr()?;
     tracing::info!(address = %local, "admin listening");
     let task = tokio::spawn(async move {
+        // Owned by this task: aborting it drops the set, which aborts them.
+        let mut connections = JoinSet::new();
         loop {
+            while connections.try_join_next().is_some() {}
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
                 Err(error) => {
@@ -43,7 +48,7 @@ pub(crate) async fn start(
             };
             let shared = shared.clone();
             let reloads = reloads.clone();
-            tokio::spawn(async move {
+            connections.spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
                     let shared = shared.clone();
                     let reloads = reloads.clone();

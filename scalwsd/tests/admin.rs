@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 mod support;
 
-use support::process::{Scalwsd, free_addr, free_addrs};
+use support::process::{Scalwsd, free_addrs};
 
 /// `method path` with `host`, on a new connection that the request closes.
 async fn send(addr: SocketAddr, method: &str, host: &str, path: &str) -> Reply {
@@ -546,9 +546,10 @@ async fn sigterm_drains_a_slow_request_and_exits_0() {
         }
     })
     .await;
-    let http = free_addr();
+    let [http, admin] = free_addrs();
     let yaml = format!(
         r#"limits: {{ drain_timeout: 5s }}
+admin: {admin}
 listeners: [{{ name: http, address: "{http}" }}]
 upstreams:
   slow: {{ addresses: ["{slow}"] }}
@@ -561,10 +562,14 @@ applications:
 "#,
         slow = slow.addr,
     );
-    let mut server = Scalwsd::start(tempfile::tempdir().unwrap(), &yaml, http, None, 1).await;
+    let mut server =
+        Scalwsd::start(tempfile::tempdir().unwrap(), &yaml, http, Some(admin), 1).await;
 
     let (mut idle, status, body) = keepalive_get(http, "x.test", "/").await;
     assert_eq!((status, body.as_str()), (200, "idle\n"));
+    // A health checker's keep-alive connection to the admin listener.
+    let (mut checker, status, _) = keepalive_get(admin, "x.test", "/healthz").await;
+    assert_eq!(status, 200);
 
     let in_flight = tokio::spawn(async move { get(http, "x.test", "/slow").await });
     tokio::time::timeout(Duration::from_secs(5), arrived.recv())
@@ -603,8 +608,15 @@ applications:
     // The idle keep-alive connection is closed by the server, without
     // waiting for the slow request.
     let idle_closed = closed_within(&mut idle, Duration::from_secs(3));
-    let ((), idle_closed) = tokio::join!(refused, idle_closed);
+    // The admin listener closes its connections too: the checker sees the
+    // drain at once rather than 200 on its old connection.
+    let checker_closed = closed_within(&mut checker, Duration::from_secs(3));
+    let ((), idle_closed, checker_closed) = tokio::join!(refused, idle_closed, checker_closed);
     assert!(idle_closed, "the idle keep-alive connection was not closed");
+    assert!(
+        checker_closed,
+        "the admin keep-alive connection was not closed"
+    );
     assert!(
         !in_flight.is_finished(),
         "the idle connection should close while the slow request is still draining"
