@@ -194,7 +194,15 @@ impl Reloader {
                 "reload failed: serving the embedded default configuration; there is no file to reload (start with --config FILE)".into(),
             );
         };
-        let next = config::load_file_after(path, &self.current.carried).map_err(|errors| {
+        // Off the runtime's workers: the load reads files and certificates
+        // and resolves host names, which block; requests go on meanwhile.
+        let (file, carried) = (path.clone(), self.current.carried.clone());
+        let loaded = tokio::task::spawn_blocking(move || config::load_file_after(&file, &carried))
+            .await
+            .map_err(|error| {
+                format!("reload failed: {error}; the configuration in use is unchanged")
+            })?;
+        let next = loaded.map_err(|errors| {
             format!(
                 "reload failed: {} error(s) in {}; the configuration in use is unchanged\n{errors}",
                 errors.0.len(),
