@@ -20,7 +20,7 @@ use tower::Service;
 
 use super::activity::{Activity, Verdict};
 use super::edge::Edge;
-use super::io::TrackedIo;
+use super::io::{ConnectionWatcher, TrackedIo};
 use super::running::{ConnectionPermit, ListenerState};
 use super::{Limits, ListenerProtocol, Phase, TunnelHost};
 use crate::error::BoxError;
@@ -194,7 +194,12 @@ impl Connection {
         B::Error: Into<BoxError>,
     {
         let activity = edge.activity.clone();
-        let io = TokioIo::new(TrackedIo::new(io, activity.clone(), self.permit));
+        let watcher = ConnectionWatcher {
+            activity: activity.clone(),
+            _permit: self.permit,
+        };
+        let io: TrackedIo<I> = TrackedIo::new(io, watcher);
+        let io = TokioIo::new(io);
         let edge = Arc::new(edge);
         let service = hyper::service::service_fn(move |request| {
             let edge = edge.clone();

@@ -1,4 +1,6 @@
-//! A connection's socket, wrapped to note when bytes last moved.
+//! Streams wrapped to note when bytes last moved: a connection's socket (its
+//! [`Activity`], for the timeouts) and the two sides of a tunnel (for its
+//! idle limit).
 
 use std::io;
 use std::pin::Pin;
@@ -10,29 +12,49 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::activity::Activity;
 use super::running::ConnectionPermit;
 
+/// Told by a [`Watched`] stream when a read or a write moved bytes.
+pub(crate) trait Watcher {
+    fn on_read(&self);
+    fn on_write(&self);
+}
+
 pin_project_lite::pin_project! {
-    /// Forwards to the socket and stamps [`Activity`] on every read and write that moved bytes.
-    pub(crate) struct TrackedIo<T> {
+    /// Forwards to `inner` and tells the watcher of every read and write
+    /// that moved bytes.
+    pub(crate) struct Watched<T, W> {
         #[pin]
         inner: T,
-        activity: Arc<Activity>,
-        // The connection's place in its listener, held as long as the socket:
-        // through a tunnel too, when the connection is upgraded.
-        permit: ConnectionPermit,
+        watcher: W,
     }
 }
 
-impl<T> TrackedIo<T> {
-    pub(crate) fn new(inner: T, activity: Arc<Activity>, permit: ConnectionPermit) -> Self {
-        Self {
-            inner,
-            activity,
-            permit,
-        }
+impl<T, W> Watched<T, W> {
+    pub(crate) fn new(inner: T, watcher: W) -> Self {
+        Self { inner, watcher }
     }
 }
 
-impl<T: AsyncRead> AsyncRead for TrackedIo<T> {
+/// A connection's socket: stamps its [`Activity`], and holds its place in
+/// its listener as long as the socket lives, through a tunnel too when the
+/// connection is upgraded.
+pub(crate) type TrackedIo<T> = Watched<T, ConnectionWatcher>;
+
+pub(crate) struct ConnectionWatcher {
+    pub(crate) activity: Arc<Activity>,
+    pub(crate) _permit: ConnectionPermit,
+}
+
+impl Watcher for ConnectionWatcher {
+    fn on_read(&self) {
+        self.activity.on_read();
+    }
+
+    fn on_write(&self) {
+        self.activity.on_write();
+    }
+}
+
+impl<T: AsyncRead, W: Watcher> AsyncRead for Watched<T, W> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -42,13 +64,13 @@ impl<T: AsyncRead> AsyncRead for TrackedIo<T> {
         let before = buf.filled().len();
         let result = this.inner.poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.activity.on_read();
+            this.watcher.on_read();
         }
         result
     }
 }
 
-impl<T: AsyncWrite> AsyncWrite for TrackedIo<T> {
+impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -57,7 +79,7 @@ impl<T: AsyncWrite> AsyncWrite for TrackedIo<T> {
         let this = self.project();
         let result = this.inner.poll_write(cx, buf);
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.on_write();
+            this.watcher.on_write();
         }
         result
     }
@@ -70,7 +92,7 @@ impl<T: AsyncWrite> AsyncWrite for TrackedIo<T> {
         let this = self.project();
         let result = this.inner.poll_write_vectored(cx, bufs);
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.on_write();
+            this.watcher.on_write();
         }
         result
     }

@@ -8,19 +8,16 @@
 //! request in flight and closes it when `drain_timeout` runs out, and it is
 //! closed once no byte has moved either way for `tunnel_idle_timeout`.
 
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
+use super::io::{Watched, Watcher};
 use super::{Limits, Phase};
 use crate::ConnInfo;
 
@@ -74,8 +71,8 @@ async fn run(
         }
     };
     let moved = Arc::new(LastMoved::new());
-    let mut client = Stamped::new(TokioIo::new(client), &moved);
-    let mut upstream = Stamped::new(TokioIo::new(upstream), &moved);
+    let mut client = Watched::new(TokioIo::new(client), moved.clone());
+    let mut upstream = Watched::new(TokioIo::new(upstream), moved.clone());
     let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
     let closing = async move {
         match phase {
@@ -134,59 +131,12 @@ impl LastMoved {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// One side of a tunnel, stamping [`LastMoved`] whenever bytes move.
-    struct Stamped<T> {
-        #[pin]
-        inner: T,
-        moved: Arc<LastMoved>,
-    }
-}
-
-impl<T> Stamped<T> {
-    fn new(inner: T, moved: &Arc<LastMoved>) -> Self {
-        Self {
-            inner,
-            moved: moved.clone(),
-        }
-    }
-}
-
-impl<T: AsyncRead> AsyncRead for Stamped<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.project();
-        let before = buf.filled().len();
-        let result = this.inner.poll_read(cx, buf);
-        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.moved.stamp();
-        }
-        result
-    }
-}
-
-impl<T: AsyncWrite> AsyncWrite for Stamped<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.project();
-        let result = this.inner.poll_write(cx, buf);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.moved.stamp();
-        }
-        result
+impl Watcher for Arc<LastMoved> {
+    fn on_read(&self) {
+        self.stamp();
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().inner.poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().inner.poll_shutdown(cx)
+    fn on_write(&self) {
+        self.stamp();
     }
 }
