@@ -182,15 +182,7 @@ pub async fn h3(
     body: Option<Bytes>,
 ) -> Reply {
     let exchange = async {
-        let quic_tls =
-            quinn::crypto::rustls::QuicClientConfig::try_from(ca.client_config(&[b"h3"])).unwrap();
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic_tls)));
-        let quic = endpoint
-            .connect(addr, sni)
-            .unwrap()
-            .await
-            .expect("QUIC handshake failed");
+        let quic = quic_connect(ca.client_config(&[b"h3"]), addr, sni).await;
         let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(quic))
             .await
             .unwrap();
@@ -228,20 +220,23 @@ pub async fn h3(
         .expect("HTTP/3 exchange timed out")
 }
 
+/// A QUIC connection to `addr` with SNI `sni`, from a new client endpoint.
+async fn quic_connect(tls: rustls::ClientConfig, addr: SocketAddr, sni: &str) -> quinn::Connection {
+    let quic_tls = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic_tls)));
+    endpoint
+        .connect(addr, sni)
+        .unwrap()
+        .await
+        .expect("QUIC handshake failed")
+}
+
 /// The certificate an HTTP/3 (QUIC) server at `addr` presents for `sni`:
 /// a QUIC handshake only, with any certificate accepted.
 pub async fn h3_peer_certificate(addr: SocketAddr, sni: &str) -> CertificateDer<'static> {
     let handshake = async {
-        let quic_tls =
-            quinn::crypto::rustls::QuicClientConfig::try_from(insecure_client_config(&[b"h3"]))
-                .unwrap();
-        let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic_tls)));
-        let quic = endpoint
-            .connect(addr, sni)
-            .unwrap()
-            .await
-            .expect("QUIC handshake failed");
+        let quic = quic_connect(insecure_client_config(&[b"h3"]), addr, sni).await;
         let chain = quic
             .peer_identity()
             .expect("a TLS peer identity")
