@@ -18,7 +18,7 @@
 //!    the route's timeout (504), then `response_headers`.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use arc_swap::ArcSwap;
@@ -383,27 +383,53 @@ impl SharedGateway {
     ///
     /// Requests that name a listener `gateway` does not have, but the gateway
     /// it replaces had, still route by that listener's old host table: they
-    /// come on connections accepted before the listener was removed or
-    /// renamed, which are draining (an HTTP/2 stream sent before the client
-    /// saw GOAWAY, say), and they get the answer they were sent for instead
-    /// of a 404. Those tables stay until the next `store` or
-    /// [`forget_retired`](Self::forget_retired), whichever comes first.
-    pub fn store(&self, gateway: Gateway) {
-        let previous = self.current.load();
+    /// come on connections accepted before the listener was removed (which
+    /// are draining: an HTTP/2 stream sent before the client saw GOAWAY, say)
+    /// or renamed in place (which stay open), and they get the answer they
+    /// were sent for instead of a 404. Those tables stay until the next
+    /// `store` or [`forget_retired_after`](Self::forget_retired_after).
+    ///
+    /// Returns the gateway replaced, as it was, for [`restore`](Self::restore).
+    pub fn store(&self, gateway: Gateway) -> Arc<Gateway> {
+        let previous = self.current.load_full();
         self.current.store(Arc::new(gateway.retiring(&previous)));
+        previous
     }
 
-    /// Drops the old listeners' host tables [`store`](Self::store) kept, once
-    /// their connections have drained. `stored` is the gateway given to that
-    /// `store`: if another has been stored since, nothing changes.
-    pub fn forget_retired(&self, stored: &Gateway) {
+    /// Puts back, unchanged, the gateway a [`store`](Self::store) replaced:
+    /// for a reload that failed after its gateway was stored.
+    pub fn restore(&self, previous: Arc<Gateway>) {
+        self.current.store(previous);
+    }
+
+    /// Drops the old listeners' host tables the last [`store`](Self::store)
+    /// kept, `delay` from now (when their connections have drained), unless
+    /// another gateway is stored first. Spawns a task on the current tokio
+    /// runtime, which holds no part of the gateway meanwhile.
+    pub fn forget_retired_after(&self, delay: std::time::Duration) {
         let current = self.current.load();
-        if current.retired.is_none() || !Arc::ptr_eq(&current.inner, &stored.inner) {
+        if current.retired.is_none() {
+            return;
+        }
+        let stored = Arc::downgrade(&current.inner);
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            shared.forget_retired(&stored);
+        });
+    }
+
+    /// Drops the retired tables if the gateway `stored` points to is still current.
+    fn forget_retired(&self, stored: &Weak<Inner>) {
+        let is_current =
+            |gateway: &Gateway| std::ptr::eq(stored.as_ptr(), Arc::as_ptr(&gateway.inner));
+        let current = self.current.load();
+        if current.retired.is_none() || !is_current(&current) {
             return;
         }
         self.current.rcu(|current| {
             let mut current = Gateway::clone(current);
-            if Arc::ptr_eq(&current.inner, &stored.inner) {
+            if is_current(&current) {
                 current.retired = None;
             }
             current
@@ -434,6 +460,8 @@ impl tower::Service<Request<Body>> for SharedGateway {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
     use http_body_util::BodyExt;
     use scalws_router::{PathMatch, RouteSpec};
     use tower::Service;
@@ -495,12 +523,23 @@ mod tests {
         assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
         assert_eq!(on(&shared, "never").await.0, 404);
 
-        // Forgetting on behalf of a gateway no longer current changes nothing.
-        shared.forget_retired(&gateway(&["a"], "other"));
+        // Forgetting on behalf of a gateway not current changes nothing.
+        let other = gateway(&["a"], "other");
+        shared.forget_retired(&Arc::downgrade(&other.inner));
         assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
-        shared.forget_retired(&second);
+        shared.forget_retired_after(Duration::from_millis(50));
+        assert_eq!(on(&shared, "b").await, (200, "b v1".into()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(on(&shared, "b").await.0, 404);
         assert_eq!(on(&shared, "a").await, (200, "a v2".into()));
+        drop(second);
+
+        // A failed reload puts the gateway back as it was, retired tables too.
+        let before_failure = shared.store(gateway(&["c"], "v2b"));
+        assert_eq!(on(&shared, "a").await, (200, "a v2".into()), "retired");
+        shared.restore(before_failure);
+        assert_eq!(on(&shared, "a").await, (200, "a v2".into()));
+        assert_eq!(on(&shared, "b").await.0, 404, "nothing retired came back");
 
         // Only one generation is kept: "a" removed now, "b" long gone.
         shared.store(gateway(&["a", "c"], "v3"));

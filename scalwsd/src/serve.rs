@@ -209,12 +209,12 @@ impl Reloader {
                 path.display()
             )
         })?;
-        self.gateway.store(next.gateway.clone());
+        let replaced = self.gateway.store(next.gateway.clone());
         if let Err(error) = running
             .reconfigure(&next.listeners, next.limits.clone())
             .await
         {
-            self.gateway.store(self.current.gateway.clone());
+            self.gateway.restore(replaced);
             return Err(format!(
                 "reload failed: {error}; the configuration in use is unchanged"
             ));
@@ -222,15 +222,7 @@ impl Reloader {
         self.warn_about_restart_only_changes(&next);
         // Listeners removed or renamed keep their old routes for their
         // draining connections, until the drain is over.
-        let (gateway, stored, drain) = (
-            self.gateway.clone(),
-            next.gateway.clone(),
-            next.limits.drain_timeout,
-        );
-        tokio::spawn(async move {
-            tokio::time::sleep(drain).await;
-            gateway.forget_retired(&stored);
-        });
+        self.gateway.forget_retired_after(next.limits.drain_timeout);
         self.shared.loaded.store(Arc::new(Loaded {
             hash: next.hash.clone(),
             carried: next.carried.clone(),

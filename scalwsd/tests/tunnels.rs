@@ -84,10 +84,10 @@ async fn status_within(addr: SocketAddr, wait: Duration) -> Option<String> {
 async fn a_busy_tunnel_stays_and_an_idle_one_is_closed() {
     let upstream = test_support::upstream::websocket_echo().await;
     let dir = tempfile::tempdir().unwrap();
-    let running = support::start(&yaml("tunnel_idle_timeout: 400ms", upstream), dir.path());
+    let running = support::start(&yaml("tunnel_idle_timeout: 1s", upstream), dir.path());
     let mut ws = open(running.addr("http")).await;
-    // Traffic every 100 ms for 1.2 s: three times the idle limit in all.
-    for i in 0..12 {
+    // Traffic every 100 ms for 2.5 s: more than twice the idle limit in all.
+    for i in 0..25 {
         echo(&mut ws, &format!("message {i}")).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

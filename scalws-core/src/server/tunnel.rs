@@ -63,7 +63,19 @@ async fn run(
     idle_timeout: Duration,
     phase: Option<watch::Receiver<Phase>>,
 ) {
-    let (client, upstream) = match tokio::try_join!(client, upstream) {
+    let closing = async move {
+        match phase {
+            // A dropped sender means the server is gone: close too.
+            Some(mut phase) => drop(phase.wait_for(|now| *now == Phase::Closing).await),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(closing);
+    let upgraded = tokio::select! {
+        both = async { tokio::try_join!(client, upstream) } => both,
+        () = &mut closing => return,
+    };
+    let (client, upstream) = match upgraded {
         Ok(both) => both,
         Err(error) => {
             tracing::debug!(%error, "upgrade failed before the tunnel opened");
@@ -74,14 +86,7 @@ async fn run(
     let mut client = Watched::new(TokioIo::new(client), moved.clone());
     let mut upstream = Watched::new(TokioIo::new(upstream), moved.clone());
     let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
-    let closing = async move {
-        match phase {
-            // A dropped sender means the server is gone: close too.
-            Some(mut phase) => drop(phase.wait_for(|now| *now == Phase::Closing).await),
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(copy, closing);
+    tokio::pin!(copy);
     loop {
         let idle_until = moved.at() + idle_timeout;
         tokio::select! {

@@ -80,7 +80,7 @@ pub(crate) fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
 /// sets `X-Forwarded-Proto` and `X-Forwarded-Host`.
 pub(crate) fn add_forwarding(
     headers: &mut HeaderMap,
-    peer: Option<&HeaderValue>,
+    peer: Option<HeaderValue>,
     scheme: &'static str,
     host: Option<&HeaderValue>,
 ) {
@@ -92,7 +92,7 @@ pub(crate) fn add_forwarding(
                 value.extend_from_slice(peer.as_bytes());
                 HeaderValue::from_maybe_shared(Bytes::from(value)).ok()
             }
-            None => Some(peer.clone()),
+            None => Some(peer),
         };
         if let Some(value) = value {
             headers.insert(X_FORWARDED_FOR.clone(), value);
@@ -175,7 +175,7 @@ mod tests {
         let host = HeaderValue::from_static("example.com");
         add_forwarding(
             &mut headers,
-            Some(&HeaderValue::from_static("127.0.0.1")),
+            Some(HeaderValue::from_static("127.0.0.1")),
             "http",
             Some(&host),
         );

@@ -139,7 +139,7 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
         Some(OriginalHost(original)) => Some(original),
         None => host.as_ref(),
     };
-    headers::add_forwarding(&mut parts.headers, peer.as_ref(), scheme, forwarded_host);
+    headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
     if let Some(host) = &host {
         parts.headers.insert(header::HOST, host.clone());
     }
