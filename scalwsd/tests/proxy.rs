@@ -521,3 +521,19 @@ fn https_upstream_settings_are_checked_at_load() {
         .block_on(async { scalwsd::config::load("up.yaml", &yaml("ca.pem"), dir.path()) })
         .unwrap();
 }
+
+#[tokio::test]
+async fn connect_is_not_forwarded() {
+    let upstream = Upstream::named("origin").await;
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(&proxy_to(&upstream.addr.to_string(), ""), dir.path());
+    let reply = raw_exchange(
+        running.addr("http"),
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(2),
+    )
+    .await;
+    // An authority-form target has no path to route by: 400, as for any bad path.
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert_eq!(upstream.hits(), 0, "the upstream never saw it");
+}
