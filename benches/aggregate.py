@@ -169,6 +169,8 @@ def aggregate(results):
     by = {(m["scenario"], m["variant"], m["run"]): m for m in records}
     kinds = {m["variant"]: m["kind"] for m in records}
     peer = settings.get("peer", "")
+    # Scenarios the peer cannot serve (HAProxy and static files): no row.
+    peer_skip = set(settings.get("peer_skip", "").split())
 
     rows, invalid = [], []
     for m in records:
@@ -177,6 +179,8 @@ def aggregate(results):
     missing = 0
     for s in scenarios:
         for v in columns:
+            if v == peer and s in peer_skip:
+                continue
             ms = [by.get((s, v, r)) for r in range(1, runs + 1)]
             missing += sum(1 for m in ms if m is None)
             ok = [m for m in ms if m and m["valid"]]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The load A/B harness: the scenarios static-small, respond, proxy and
-# cache-hit against several scalwsd binaries (and, if asked, nginx), over
+# cache-hit against several scalwsd binaries (and, if asked, nginx or HAProxy), over
 # several runs, with a gate on the result. It builds nothing: build first with
 # `cargo build --release -p scalwsd`, and keep a copy of the binary to compare.
 #
@@ -42,7 +42,10 @@
 #                start, so a rebuild during the benchmark changes nothing.
 #   PEER         "nginx": Debian's nginx as an extra column (configs/nginx-peer.conf,
 #                127.0.0.1:18081), measured and rotated like a variant but never
-#                gated. Default: none.
+#                gated. "haproxy": Debian's HAProxy likewise (configs/haproxy-
+#                peer.cfg, one thread), for respond, proxy and cache-hit only
+#                (HAProxy serves no files: static-small is not measured for it).
+#                Default: none.
 #   WARMUP       Seconds of wrk before each measurement, not counted (default 10;
 #                0 skips it).
 #   DURATION     Seconds of each measurement (default 30).
@@ -67,6 +70,7 @@
 #
 # Needs wrk (installed from Debian with apt-get when missing, said on stderr),
 # nginx for proxy, cache-hit or PEER=nginx (nginx-light, else nginx, likewise),
+# haproxy for PEER=haproxy (likewise),
 # python3 (standard library) for the aggregate, curl if present.
 #
 # Exit status: 0 every gate passed (or a single variant); 1 a gate failed, or
@@ -140,9 +144,13 @@ done
 VARIANT_LABELS=("${LABELS[@]}")
 case "$PEER" in
     "") ;;
-    nginx) [ -z "${BIN[nginx]:-}" ] || die 2 "the label nginx is taken by PEER=nginx"; LABELS+=(nginx);;
-    *) die 2 "PEER is nginx or empty, not '$PEER'";;
+    nginx|haproxy) [ -z "${BIN[$PEER]:-}" ] || die 2 "the label $PEER is taken by PEER=$PEER"; LABELS+=("$PEER");;
+    *) die 2 "PEER is nginx, haproxy or empty, not '$PEER'";;
 esac
+# Scenarios a peer cannot serve: not measured for it.
+PEER_SKIP=""
+[ "$PEER" = haproxy ] && PEER_SKIP="static-small"
+skipped() { [ "$1" = "$PEER" ] && [[ " $PEER_SKIP " == *" $2 "* ]]; } # label scenario
 
 for label in "${VARIANT_LABELS[@]}"; do
     [ -x "${BIN[$label]}" ] || die 1 "variant $label: ${BIN[$label]} is missing or not executable; build it with: cargo build --release -p scalwsd (and copy target/release/scalwsd elsewhere to keep an old build)"
@@ -184,6 +192,16 @@ if [ "$NEEDS_ORIGIN" = 1 ] || [ "$PEER" = nginx ]; then
         say "installing nginx from Debian for the origin or the peer (apt-get install nginx-light, else nginx)"
         apt_install nginx-light nginx || die 1 "could not install nginx"
         NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+    fi
+fi
+HAPROXY=""
+if [ "$PEER" = haproxy ]; then
+    HAPROXY=$(command -v haproxy || true)
+    [ -z "$HAPROXY" ] && [ -x /usr/sbin/haproxy ] && HAPROXY=/usr/sbin/haproxy
+    if [ -z "$HAPROXY" ]; then
+        say "installing HAProxy from Debian for the peer (apt-get install haproxy)"
+        apt_install haproxy || die 1 "could not install haproxy"
+        HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
     fi
 fi
 HAVE_CURL=0; command -v curl >/dev/null && HAVE_CURL=1
@@ -317,6 +335,11 @@ start_server() { # label log
         SERVER_PID=$! PORT=$PEER_PORT
         wait_port "$PORT" "$SERVER_PID" || return 1
         CPU_PID=$(nginx_worker "$SERVER_PID") || return 1
+    elif [ "$1" = haproxy ] && [ "$PEER" = haproxy ]; then
+        # -db: in the foreground, one process (nbthread 1): the one measured.
+        "${PINNED[@]}" "$HAPROXY" -db -f "$ROOT/benches/configs/haproxy-peer.cfg" 2> "$2" &
+        SERVER_PID=$! PORT=$PEER_PORT CPU_PID=$!
+        wait_port "$PORT" "$SERVER_PID" || return 1
     else
         SCALWS_LOG=warn "${PINNED[@]}" "${BIN[$1]}" --config "$CONFIG" --workers 1 2> "$2" &
         SERVER_PID=$! PORT=$SCALWS_PORT CPU_PID=$SERVER_PID
@@ -331,7 +354,7 @@ measure() { # run scenario label position
     base="$dir/$scenario.$label"
     PORT=$SCALWS_PORT
     [ "$label" = "${VARIANT_LABELS[0]}" ] && kind=first
-    [ "$label" = nginx ] && [ "$PEER" = nginx ] && kind=peer PORT=$PEER_PORT
+    [ -n "$PEER" ] && [ "$label" = "$PEER" ] && kind=peer PORT=$PEER_PORT
     invalid() { [ "$valid" = 0 ] || { valid=0; reason=$1; }; }
 
     if [ "$NEEDS_ORIGIN" = 1 ] && [[ $scenario == proxy || $scenario == cache-hit ]] && ! origin_alive; then
@@ -389,7 +412,7 @@ measure() { # run scenario label position
 
 # --- the benchmark ------------------------------------------------------------------
 
-for port in "$SCALWS_PORT" "$ORIGIN_PORT" $([ "$PEER" = nginx ] && echo "$PEER_PORT"); do
+for port in "$SCALWS_PORT" "$ORIGIN_PORT" $([ -n "$PEER" ] && echo "$PEER_PORT"); do
     port_open "$port" && die 1 "something already listens on 127.0.0.1:$port: stop it first"
 done
 
@@ -406,6 +429,7 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     echo "variants=${VARIANT_LABELS[*]}"
     echo "columns=${LABELS[*]}"
     echo "peer=$PEER"
+    echo "peer_skip=$PEER_SKIP"
     echo "scenarios=${SCENARIO_LIST[*]}"
     echo "runs=$RUNS"
     echo "warmup=$WARMUP"
@@ -424,6 +448,7 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
         echo "variant $label: ${ORIG_BIN[$label]} sha256 $(sha256sum "${BIN[$label]}" | cut -c1-16) $("${BIN[$label]}" --version 2>/dev/null || true)"
     done
     [ "$PEER" = nginx ] && echo "peer nginx: $NGINX $("$NGINX" -v 2>&1)"
+    [ "$PEER" = haproxy ] && echo "peer haproxy: $HAPROXY $("$HAPROXY" -v 2>&1 | head -1)"
     echo "wrk: $(wrk --version 2>&1 | head -1)"
 } > "$RESULTS/meta.txt"
 
@@ -450,6 +475,7 @@ for run in $(seq "$RUNS"); do
     for scenario in "${SCENARIO_LIST[@]}"; do
         pos=0
         for label in "${order[@]}"; do
+            skipped "$label" "$scenario" && continue
             pos=$(( pos + 1 ))
             measure "$run" "$scenario" "$label" "$pos"
         done
