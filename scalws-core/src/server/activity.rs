@@ -88,6 +88,18 @@ impl Activity {
         self.last_io.store(now_ms(), Ordering::Relaxed);
     }
 
+    /// `None` when no byte has moved either way for `idle`; else when that
+    /// will be, if nothing moves meanwhile. For tunnels, which have no
+    /// requests: only the last read or write counts.
+    pub(crate) fn silent_at(&self, idle: Duration) -> Option<Instant> {
+        let now = now_ms();
+        let deadline = self
+            .last_io
+            .load(Ordering::Relaxed)
+            .saturating_add(millis(idle));
+        (now < deadline).then(|| later(Instant::now(), Duration::from_millis(deadline - now)))
+    }
+
     pub(crate) fn verdict(&self, limits: &Limits) -> Verdict {
         let now_instant = Instant::now();
         let now = now_ms();
@@ -127,6 +139,20 @@ impl Activity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silence_counts_from_the_last_byte_and_never_overflows() {
+        let activity = Activity::new();
+        assert!(activity.silent_at(Duration::from_secs(60)).is_some());
+        assert!(
+            activity.silent_at(Duration::MAX).is_some(),
+            "capped, no panic"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(activity.silent_at(Duration::from_millis(5)), None);
+        activity.on_write();
+        assert!(activity.silent_at(Duration::from_millis(500)).is_some());
+    }
 
     fn limits(head_ms: u64, idle_ms: u64) -> Limits {
         Limits {

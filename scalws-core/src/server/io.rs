@@ -54,6 +54,17 @@ impl Watcher for ConnectionWatcher {
     }
 }
 
+/// A tunnel's two sides share one [`Activity`]: when bytes last moved.
+impl Watcher for Arc<Activity> {
+    fn on_read(&self) {
+        Activity::on_read(self);
+    }
+
+    fn on_write(&self) {
+        Activity::on_write(self);
+    }
+}
+
 impl<T: AsyncRead, W: Watcher> AsyncRead for Watched<T, W> {
     fn poll_read(
         self: Pin<&mut Self>,

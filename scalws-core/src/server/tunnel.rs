@@ -9,15 +9,15 @@
 //! closed once no byte has moved either way for `tunnel_idle_timeout`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
-use super::io::{Watched, Watcher};
+use super::activity::Activity;
+use super::io::Watched;
 use super::{Limits, Phase};
 use crate::ConnInfo;
 
@@ -82,13 +82,16 @@ async fn run(
             return;
         }
     };
-    let moved = Arc::new(LastMoved::new());
+    let moved = Arc::new(Activity::new());
     let mut client = Watched::new(TokioIo::new(client), moved.clone());
     let mut upstream = Watched::new(TokioIo::new(upstream), moved.clone());
     let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
     tokio::pin!(copy);
     loop {
-        let idle_until = moved.at() + idle_timeout;
+        let Some(silent_at) = moved.silent_at(idle_timeout) else {
+            tracing::debug!(?idle_timeout, "tunnel idle; closing");
+            return;
+        };
         tokio::select! {
             result = &mut copy => {
                 match result {
@@ -101,47 +104,8 @@ async fn run(
                 tracing::debug!("drain timeout reached; closing the tunnel");
                 return;
             }
-            () = tokio::time::sleep_until(idle_until.into()) => {
-                if moved.at() + idle_timeout <= Instant::now() {
-                    tracing::debug!(?idle_timeout, "tunnel idle; closing");
-                    return;
-                }
-            }
+            // Checked again at the top: bytes may have moved meanwhile.
+            () = tokio::time::sleep_until(silent_at.into()) => {}
         }
-    }
-}
-
-/// When bytes last moved through a tunnel, either way.
-struct LastMoved {
-    start: Instant,
-    /// Milliseconds after `start`.
-    millis: AtomicU64,
-}
-
-impl LastMoved {
-    fn new() -> Self {
-        Self {
-            start: Instant::now(),
-            millis: AtomicU64::new(0),
-        }
-    }
-
-    fn stamp(&self) {
-        let millis = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.millis.store(millis, Relaxed);
-    }
-
-    fn at(&self) -> Instant {
-        self.start + Duration::from_millis(self.millis.load(Relaxed))
-    }
-}
-
-impl Watcher for Arc<LastMoved> {
-    fn on_read(&self) {
-        self.stamp();
-    }
-
-    fn on_write(&self) {
-        self.stamp();
     }
 }
