@@ -1,13 +1,25 @@
-//! The command line: `scalwsd [--config FILE] [--check] [--workers N] [--version]`.
+//! The command line:
+//!
+//! ```text
+//! scalwsd [--config FILE] [--check] [--workers N] [--version]
+//! scalwsd translate [--bind ADDR] [--listen PORT=ADDR:PORT]... [--certs-dir DIR]
+//!                   [--class NAME] [--gateway-class NAME] [--controller-name NAME] PATH...
+//! ```
 
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 
 /// ScalWS: a reverse proxy wired from a YAML file.
 #[derive(Debug, Parser)]
-#[command(name = "scalwsd", version, about)]
+#[command(
+    name = "scalwsd",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// The configuration file. Default: scalws.yaml in the working directory,
     /// else the embedded demo configuration.
@@ -21,4 +33,71 @@ pub struct Cli {
     /// Runtime worker threads (overrides `workers` in the file; default: one per CPU).
     #[arg(short, long, value_name = "N")]
     pub workers: Option<NonZeroUsize>,
+
+    /// A subcommand instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// `scalwsd SUBCOMMAND`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Translate Kubernetes manifests (Gateway API, Ingress) into a ScalWS
+    /// configuration: the file on stdout, each resource's status on stderr.
+    Translate(TranslateArgs),
+}
+
+/// How Kubernetes resources become a configuration (`translate` and `--kubernetes`).
+#[derive(Clone, Debug, Args)]
+pub struct KubernetesArgs {
+    /// The address Gateway and Ingress ports bind on (ports below 1024 at PORT+10000).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
+    pub bind: IpAddr,
+
+    /// Bind the Gateway (or Ingress) port PORT at ADDR:PORT instead. Repeatable.
+    #[arg(long, value_name = "PORT=ADDR:PORT", value_parser = parse_listen)]
+    pub listen: Vec<(u16, SocketAddr)>,
+
+    /// The ingressClassName that is ours even without an IngressClass object.
+    #[arg(long, value_name = "NAME", default_value = "scalws")]
+    pub class: String,
+
+    /// Serve only the GatewayClass of this name (it must still name our controller).
+    #[arg(long, value_name = "NAME")]
+    pub gateway_class: Option<String>,
+
+    /// GatewayClasses whose controllerName is this are ours.
+    #[arg(long, value_name = "NAME", default_value = crate::kubernetes::GATEWAY_CONTROLLER)]
+    pub controller_name: String,
+}
+
+/// `scalwsd translate`.
+#[derive(Clone, Debug, Args)]
+pub struct TranslateArgs {
+    /// How resources become a configuration.
+    #[command(flatten)]
+    pub kubernetes: KubernetesArgs,
+
+    /// Where certificates from Secrets are written (as DIR/NAMESPACE/NAME.crt and .key).
+    #[arg(long, value_name = "DIR", default_value = "certs")]
+    pub certs_dir: PathBuf,
+
+    /// Manifest files, or directories of .yaml, .yml and .json files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+fn parse_listen(text: &str) -> Result<(u16, SocketAddr), String> {
+    let (port, address) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected PORT=ADDR:PORT, got {text:?}"))?;
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("{port:?} is not a port (1 to 65535)"))?;
+    let address: SocketAddr = address
+        .parse()
+        .map_err(|_| format!("{address:?} is not ADDR:PORT (e.g. 127.0.0.1:8080)"))?;
+    Ok((port, address))
 }

@@ -44,6 +44,9 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
 /// read from the file first, since the runtime needs it before anything else.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging();
+    if let Some(crate::cli::Command::Translate(args)) = &cli.command {
+        return crate::kubernetes::command::run(args);
+    }
     let source = find_config(&cli);
     if cli.check {
         let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -23,7 +23,8 @@ impl HeaderModifier {
         self
     }
 
-    /// Appends `value` to the value of `name`, joined with `", "` into one line;
+    /// Appends `value` to the value of `name`, joined with `","` into one line
+    /// (as the Gateway API's `add` says: `foo` + `bar` is `foo,bar`);
     /// inserts it when `name` is absent.
     pub fn add(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.add.push((name, value));
@@ -52,11 +53,7 @@ impl HeaderModifier {
                 headers.append(name.clone(), value.clone());
                 continue;
             }
-            let separator: &[u8] = if *name == header::COOKIE {
-                b"; "
-            } else {
-                b", "
-            };
+            let separator: &[u8] = if *name == header::COOKIE { b"; " } else { b"," };
             let joined = joined_with(headers, name, value, separator);
             headers.insert(name.clone(), joined);
         }
@@ -67,7 +64,7 @@ impl HeaderModifier {
 }
 
 /// Every value of `name` and then `value`, as one line joined by `separator`
-/// (`", "` for list headers, `"; "` for Cookie).
+/// (`","` for list headers, `"; "` for Cookie).
 fn joined_with(
     headers: &HeaderMap,
     name: &HeaderName,
@@ -84,7 +81,7 @@ fn joined_with(
         line.extend_from_slice(separator);
     }
     line.extend_from_slice(value.as_bytes());
-    // Valid values joined by ", " are a valid value; the fallback keeps the new one alone.
+    // Valid values joined by "," are a valid value; the fallback keeps the new one alone.
     HeaderValue::from_bytes(&line).unwrap_or_else(|_| value.clone())
 }
 
@@ -134,7 +131,7 @@ mod tests {
         assert_eq!(headers.get_all("x-set").iter().collect::<Vec<_>>(), ["new"]);
         assert_eq!(
             headers.get_all("x-add").iter().collect::<Vec<_>>(),
-            ["a, b, c"]
+            ["a,b,c"]
         );
         assert_eq!(headers["x-fresh"], "1");
         assert!(headers.get("x-gone").is_none());
