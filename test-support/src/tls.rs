@@ -69,6 +69,13 @@ impl TestCa {
         (vec![cert.der().clone()], key.into())
     }
 
+    /// A certificate for `names` as PEM text: the chain and its key (for a
+    /// Kubernetes Secret's `tls.crt` and `tls.key`).
+    pub fn issue_pem(&self, names: &[&str]) -> (String, String) {
+        let (cert, key) = self.sign(names, false);
+        (cert.pem(), key.serialize_pem())
+    }
+
     fn sign(&self, names: &[&str], expired: bool) -> (rcgen::Certificate, KeyPair) {
         let key = KeyPair::generate().unwrap();
         let mut params =

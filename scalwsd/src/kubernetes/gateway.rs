@@ -346,8 +346,10 @@ impl Translator<'_> {
             let allowed: Vec<usize> = candidates
                 .iter()
                 .copied()
+                // A listener that is accepted but not programmed (a broken
+                // certificate) still counts the route; it just serves nothing.
                 .filter(|&i| {
-                    listeners[i].programmed
+                    listeners[i].conditions[0].status
                         && self.allows(gateways[gateway], &listeners[i], &route_ns)
                 })
                 .collect();
@@ -406,6 +408,9 @@ impl Translator<'_> {
                 for (i, eff) in attached {
                     let listener = &mut listeners[i];
                     listener.attached += 1;
+                    if !listener.programmed {
+                        continue;
+                    }
                     let owner_port = listener.port;
                     for host in eff {
                         if !owns(listeners, i, &host) {
