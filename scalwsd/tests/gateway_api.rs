@@ -981,3 +981,309 @@ apiVersion: v1\nkind: Service\nmetadata: {{ name: no-endpoints, namespace: gatew
         "only ready endpoints, with the slice port named like the Service port"
     );
 }
+
+/// A rule `{ matches: PathPrefix path, filters: [filter], backendRefs: v1 }`.
+fn filtered(path: &str, filter: &str) -> String {
+    format!(
+        "    - {{ matches: [{{ path: {{ type: PathPrefix, value: {path} }} }}], filters: [{filter}], backendRefs: {} }}\n",
+        backend("infra-backend-v1")
+    )
+}
+
+#[tokio::test]
+async fn request_and_response_header_modifiers() {
+    let backends = Backends::start().await;
+    let request = |body: &str| format!("{{ type: RequestHeaderModifier, requestHeaderModifier: {body} }}");
+    let response = |body: &str| format!("{{ type: ResponseHeaderModifier, responseHeaderModifier: {body} }}");
+    let multiple = "{ set: [{ name: X-Header-Set-1, value: header-set-1 }, { name: X-Header-Set-2, value: header-set-2 }], add: [{ name: X-Header-Add-1, value: header-add-1 }, { name: X-Header-Add-2, value: header-add-2 }, { name: X-Header-Add-3, value: header-add-3 }], remove: [X-Header-Remove-1, X-Header-Remove-2] }";
+    let rules = [
+        filtered("/set", &request("{ set: [{ name: X-Header-Set, value: set-overwrites-values }] }")),
+        filtered("/add", &request("{ add: [{ name: X-Header-Add, value: add-appends-values }] }")),
+        filtered("/remove", &request("{ remove: [X-Header-Remove] }")),
+        filtered("/multiple", &request(multiple)),
+        filtered(
+            "/case-insensitivity",
+            &request("{ set: [{ name: X-Header-Set, value: header-set }], add: [{ name: X-Header-Add, value: header-add }], remove: [X-Header-Remove] }"),
+        ),
+    ]
+    .concat();
+    let response_rules = [
+        filtered("/set", &response("{ set: [{ name: X-Header-Set, value: set-overwrites-values }] }")),
+        filtered("/add", &response("{ add: [{ name: X-Header-Add, value: add-appends-values }] }")),
+        filtered("/remove", &response("{ remove: [X-Header-Remove] }")),
+        filtered("/multiple", &response(multiple)),
+        format!(
+            "    - {{ matches: [{{ path: {{ type: PathPrefix, value: /both }} }}], filters: [{}, {}], backendRefs: {} }}\n",
+            response(multiple),
+            request("{ set: [{ name: X-Header-Set, value: set-overwrites-values }], add: [{ name: X-Header-Add, value: header-val-1 }, { name: X-Header-Add-Append, value: header-val-2 }], remove: [X-Header-Remove] }"),
+            backend("infra-backend-v1")
+        ),
+    ]
+    .concat();
+    let docs = format!(
+        "{}\n  hostnames: [request.example]\n---\n{}\n  hostnames: [response.example]\n",
+        route("request-header-modifier", &rules).trim_end(),
+        route("response-header-modifier", &response_rules).trim_end()
+    );
+    let served = serve(&manifests(&backends, &docs), &[80]);
+    let addr = served.ports[&80];
+
+    let cases: [(&str, &[(&str, &str)], &[(&str, &str)], &[&str]); 7] = [
+        ("/set", &[("Some-Other-Header", "val")], &[("some-other-header", "val"), ("x-header-set", "set-overwrites-values")], &[]),
+        ("/set", &[("Some-Other-Header", "val"), ("X-Header-Set", "some-other-value")], &[("x-header-set", "set-overwrites-values")], &[]),
+        ("/add", &[("Some-Other-Header", "val")], &[("x-header-add", "add-appends-values")], &[]),
+        ("/add", &[("X-Header-Add", "some-other-value")], &[("x-header-add", "some-other-value,add-appends-values")], &[]),
+        ("/remove", &[("X-Header-Remove", "val")], &[], &["x-header-remove"]),
+        (
+            "/multiple",
+            &[("X-Header-Set-2", "set-val-2"), ("X-Header-Add-2", "add-val-2"), ("X-Header-Remove-2", "remove-val-2"), ("Another-Header", "another-header-val")],
+            &[
+                ("x-header-set-1", "header-set-1"),
+                ("x-header-set-2", "header-set-2"),
+                ("x-header-add-1", "header-add-1"),
+                ("x-header-add-2", "add-val-2,header-add-2"),
+                ("x-header-add-3", "header-add-3"),
+                ("another-header", "another-header-val"),
+            ],
+            &["x-header-remove-1", "x-header-remove-2"],
+        ),
+        (
+            "/case-insensitivity",
+            &[("x-header-set", "original-val-set"), ("x-header-add", "original-val-add"), ("x-header-remove", "original-val-remove"), ("Another-Header", "another-header-val")],
+            &[("x-header-set", "header-set"), ("x-header-add", "original-val-add,header-add"), ("another-header", "another-header-val")],
+            &["x-header-remove"],
+        ),
+    ];
+    for (path, sent, want, absent) in cases {
+        let seen = send(addr, "GET", "request.example", path, sent).await;
+        expect(&seen, Ok("infra-backend-v1"), path);
+        for (name, value) in want {
+            assert_eq!(seen.header_seen(name).as_deref(), Some(*value), "request {path}: {name}");
+        }
+        for name in absent {
+            assert_eq!(seen.header_seen(name), None, "request {path}: {name} removed");
+        }
+        if path == "/case-insensitivity" {
+            continue;
+        }
+        // The same headers, set by the backend on its response.
+        let echo_set: Vec<String> = sent.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        let echo_set = echo_set.join(",");
+        let seen = send(addr, "GET", "response.example", path, &[("X-Echo-Set-Header", &echo_set)]).await;
+        expect(&seen, Ok("infra-backend-v1"), path);
+        for (name, value) in want {
+            assert_eq!(seen.response_header(name).as_deref(), Some(*value), "response {path}: {name}");
+        }
+        for name in absent {
+            assert_eq!(seen.response_header(name), None, "response {path}: {name} removed");
+        }
+    }
+    let seen = send(
+        addr,
+        "GET",
+        "response.example",
+        "/both",
+        &[("X-Header-Remove", "remove-val"), ("X-Header-Add-Append", "append-val-1"), ("X-Echo-Set-Header", "X-Header-Set-2:set-val-2,X-Header-Add-2:add-val-2,X-Header-Remove-1:val")],
+    )
+    .await;
+    assert_eq!(seen.header_seen("x-header-add").as_deref(), Some("header-val-1"));
+    assert_eq!(seen.header_seen("x-header-add-append").as_deref(), Some("append-val-1,header-val-2"));
+    assert_eq!(seen.header_seen("x-header-set").as_deref(), Some("set-overwrites-values"));
+    assert_eq!(seen.header_seen("x-header-remove"), None);
+    assert_eq!(seen.response_header("x-header-add-2").as_deref(), Some("add-val-2,header-add-2"));
+    assert_eq!(seen.response_header("x-header-set-1").as_deref(), Some("header-set-1"));
+    assert_eq!(seen.response_header("x-header-remove-1"), None);
+}
+
+#[tokio::test]
+async fn redirects_host_status_path_port_and_scheme() {
+    let backends = Backends::start().await;
+    let redirect = |path: &str, body: &str| filtered(path, &format!("{{ type: RequestRedirect, requestRedirect: {body} }}"));
+    let rules = [
+        redirect("/hostname-redirect", "{ hostname: example.org }"),
+        redirect("/host-and-status", "{ hostname: example.org, statusCode: 301 }"),
+        redirect("/original-prefix", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /replacement-prefix } }"),
+        redirect("/full", "{ path: { type: ReplaceFullPath, replaceFullPath: /full-path-replacement } }"),
+        redirect("/path-and-host", "{ hostname: example.org, path: { type: ReplacePrefixMatch, replacePrefixMatch: /replacement-prefix } }"),
+        redirect("/path-and-status", "{ statusCode: 301, path: { type: ReplacePrefixMatch, replacePrefixMatch: /replacement-prefix } }"),
+        redirect("/full-path-and-host", "{ hostname: example.org, path: { type: ReplaceFullPath, replaceFullPath: /replacement-full } }"),
+        redirect("/full-path-and-status", "{ statusCode: 301, path: { type: ReplaceFullPath, replaceFullPath: /replacement-full } }"),
+        redirect("/port", "{ port: 8083 }"),
+        redirect("/port-and-host", "{ hostname: example.org, port: 8083 }"),
+        redirect("/port-and-status", "{ port: 8083, statusCode: 301 }"),
+        redirect("/scheme", "{ scheme: https }"),
+        redirect("/scheme-and-host", "{ scheme: https, hostname: example.org }"),
+        redirect("/scheme-and-status", "{ scheme: https, statusCode: 301 }"),
+        redirect("/scheme-nil-and-port-nil", "{ hostname: example.org }"),
+        redirect("/scheme-nil-and-port-80", "{ hostname: example.org, port: 80 }"),
+        redirect("/scheme-nil-and-port-8080", "{ hostname: example.org, port: 8080 }"),
+        redirect("/scheme-https-and-port-nil", "{ hostname: example.org, scheme: https }"),
+        redirect("/scheme-https-and-port-443", "{ hostname: example.org, scheme: https, port: 443 }"),
+        redirect("/scheme-https-and-port-8443", "{ hostname: example.org, scheme: https, port: 8443 }"),
+        redirect("/scheme-http-and-port-nil", "{ hostname: example.org, scheme: http }"),
+        redirect("/s303", "{ statusCode: 303 }"),
+        redirect("/s307", "{ statusCode: 307 }"),
+        redirect("/s308", "{ statusCode: 308 }"),
+    ]
+    .concat();
+    let ca = test_support::tls::TestCa::new();
+    let (cert, key) = ca.issue_pem(&["example.org"]);
+    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    let docs = format!(
+        "{}
+---
+{}
+---
+apiVersion: v1\nkind: Secret\nmetadata: {{ name: cert, namespace: gateway-conformance-infra }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---
+{}",
+        route("redirects", &rules).replace("[{ name: same-namespace }]", "[{ name: same-namespace }, { name: on-8080 }, { name: on-443 }]"),
+        gateway("on-8080", "    - { name: http, port: 8080, protocol: HTTP }\n"),
+        indent(&cert),
+        indent(&key),
+        gateway("on-443", "    - { name: https, port: 443, protocol: HTTPS, tls: { certificateRefs: [{ name: cert }] } }\n"),
+    );
+    let served = serve(&manifests(&backends, &docs), &[80, 8080, 443]);
+    let http = served.ports[&80];
+    for (path, status, location) in [
+        ("/hostname-redirect", 302, "http://example.org/hostname-redirect"),
+        ("/host-and-status", 301, "http://example.org/host-and-status"),
+        ("/original-prefix/lemon", 302, "http://gw.example/replacement-prefix/lemon"),
+        ("/full/path/original", 302, "http://gw.example/full-path-replacement"),
+        ("/path-and-host", 302, "http://example.org/replacement-prefix"),
+        ("/path-and-status", 301, "http://gw.example/replacement-prefix"),
+        ("/full-path-and-host", 302, "http://example.org/replacement-full"),
+        ("/full-path-and-status", 301, "http://gw.example/replacement-full"),
+        ("/port", 302, "http://gw.example:8083/port"),
+        ("/port-and-host", 302, "http://example.org:8083/port-and-host"),
+        ("/port-and-status", 301, "http://gw.example:8083/port-and-status"),
+        ("/scheme", 302, "https://gw.example/scheme"),
+        ("/scheme-and-host", 302, "https://example.org/scheme-and-host"),
+        ("/scheme-and-status", 301, "https://gw.example/scheme-and-status"),
+        ("/scheme-nil-and-port-nil", 302, "http://example.org/scheme-nil-and-port-nil"),
+        ("/scheme-nil-and-port-80", 302, "http://example.org/scheme-nil-and-port-80"),
+        ("/scheme-nil-and-port-8080", 302, "http://example.org:8080/scheme-nil-and-port-8080"),
+        ("/scheme-https-and-port-nil", 302, "https://example.org/scheme-https-and-port-nil"),
+        ("/scheme-https-and-port-443", 302, "https://example.org/scheme-https-and-port-443"),
+        ("/scheme-https-and-port-8443", 302, "https://example.org:8443/scheme-https-and-port-8443"),
+        ("/s303", 303, "http://gw.example/s303"),
+        ("/s307", 307, "http://gw.example/s307"),
+        ("/s308", 308, "http://gw.example/s308"),
+    ] {
+        let seen = get(http, "gw.example", path).await;
+        assert_eq!(seen.status(), status, "{path}");
+        assert_eq!(seen.reply.header("location"), Some(location), "{path}");
+    }
+    // On 8080, a redirect without scheme and port keeps the port clients use
+    // (not the one scalwsd binds).
+    for (path, location) in [
+        ("/scheme-nil-and-port-nil", "http://example.org:8080/scheme-nil-and-port-nil"),
+        ("/scheme-nil-and-port-80", "http://example.org/scheme-nil-and-port-80"),
+        ("/scheme-https-and-port-nil", "https://example.org/scheme-https-and-port-nil"),
+    ] {
+        let seen = get(served.ports[&8080], "gw.example:8080", path).await;
+        assert_eq!(seen.reply.header("location"), Some(location), "8080 {path}");
+    }
+    for (path, location) in [
+        ("/scheme-nil-and-port-nil", "https://example.org/scheme-nil-and-port-nil"),
+        ("/scheme-http-and-port-nil", "http://example.org/scheme-http-and-port-nil"),
+        ("/scheme-nil-and-port-8080", "https://example.org:8080/scheme-nil-and-port-8080"),
+    ] {
+        let request = test_support::request("GET", "example.org", path).body(Default::default()).unwrap();
+        let reply = test_support::tls::https(ca.client_config(&[b"http/1.1"]), served.ports[&443], "example.org", false, request).await;
+        assert_eq!(reply.reply.header("location"), Some(location), "443 {path}");
+    }
+}
+
+#[tokio::test]
+async fn rewrites_of_path_and_host() {
+    let backends = Backends::start().await;
+    let rewrite = |path: &str, body: &str| filtered(path, &format!("{{ type: URLRewrite, urlRewrite: {body} }}"));
+    let rules = [
+        rewrite("/prefix/one", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /one } }"),
+        rewrite("/strip-prefix", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: / } }"),
+        rewrite("/full/one", "{ path: { type: ReplaceFullPath, replaceFullPath: /one } }"),
+        rewrite("/foo", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz } }"),
+        rewrite("/bar/", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz/ } }"),
+        rewrite("/empty", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: \"\" } }"),
+        rewrite("/host", "{ hostname: one.example.org }"),
+    ]
+    .concat();
+    let served = serve(&manifests(&backends, &route("rewrite-path", &rules)), &[80]);
+    let addr = served.ports[&80];
+    for (sent, want) in [
+        ("/prefix/one/two", "/one/two"),
+        ("/strip-prefix/three", "/three"),
+        ("/strip-prefix", "/"),
+        ("/full/one/two", "/one"),
+        ("/foo/bar", "/xyz/bar"),
+        ("/foo", "/xyz"),
+        ("/foo/", "/xyz/"),
+        ("/bar/baz", "/xyz/baz"),
+        ("/empty/bar", "/bar"),
+        ("/empty/", "/"),
+        ("/empty", "/"),
+        ("/foo/bar?q=1", "/xyz/bar?q=1"),
+    ] {
+        let seen = get(addr, "rewrite.example", sent).await;
+        expect(&seen, Ok("infra-backend-v1"), sent);
+        assert_eq!(seen.saw("path"), Some(want), "{sent}");
+    }
+    let seen = get(addr, "rewrite.example", "/host/x").await;
+    assert_eq!(seen.saw("host"), Some("one.example.org"));
+    assert_eq!(seen.header_seen("x-forwarded-host").as_deref(), Some("rewrite.example"));
+}
+
+#[tokio::test]
+async fn weights_and_request_timeouts() {
+    let backends = Backends::start().await;
+    let rules = "    - { matches: [{ path: { type: PathPrefix, value: /weighted } }], backendRefs: [{ name: infra-backend-v1, port: 8080, weight: 70 }, { name: infra-backend-v2, port: 8080, weight: 30 }, { name: infra-backend-v3, port: 8080, weight: 0 }] }
+    - { matches: [{ path: { type: PathPrefix, value: /request-timeout } }], timeouts: { request: 500ms }, backendRefs: [{ name: infra-backend-v1, port: 8080 }] }
+    - { matches: [{ path: { type: PathPrefix, value: /disable-request-timeout } }], timeouts: { request: 0s }, backendRefs: [{ name: infra-backend-v1, port: 8080 }] }
+    - { matches: [{ path: { type: PathPrefix, value: /backend-timeout } }], timeouts: { backendRequest: 500ms }, backendRefs: [{ name: infra-backend-v1, port: 8080 }] }
+";
+    let served = serve(&manifests(&backends, &route("weighted-and-timeouts", rules)), &[80]);
+    let addr = served.ports[&80];
+    let mut counts = std::collections::BTreeMap::new();
+    for _ in 0..500 {
+        let seen = get(addr, "example.com", "/weighted").await;
+        *counts.entry(seen.backend().unwrap().to_owned()).or_insert(0) += 1;
+    }
+    let share = |b: &str| f64::from(*counts.get(b).unwrap_or(&0)) / 500.0;
+    assert!((share("infra-backend-v1") - 0.7).abs() <= 0.05, "{counts:?}");
+    assert!((share("infra-backend-v2") - 0.3).abs() <= 0.05, "{counts:?}");
+    assert_eq!(counts.get("infra-backend-v3"), None, "weight 0 is never taken: {counts:?}");
+
+    expect(&get(addr, "example.com", "/request-timeout").await, Ok("infra-backend-v1"), "fast");
+    expect(&get(addr, "example.com", "/request-timeout?delay=1s").await, Err(504), "slower than 500ms");
+    expect(&get(addr, "example.com", "/backend-timeout?delay=1s").await, Err(504), "backendRequest");
+    let seen = get(addr, "example.com", "/disable-request-timeout?delay=1s").await;
+    expect(&seen, Ok("infra-backend-v1"), "0s disables it");
+    assert_eq!(seen.saw("path"), Some("/disable-request-timeout?delay=1s"));
+}
+
+#[tokio::test]
+async fn unsupported_filters_and_matches_answer_500_and_leave_the_rest_serving() {
+    let backends = Backends::start().await;
+    let rules = format!(
+        "    - {{ matches: [{{ path: {{ type: PathPrefix, value: /mirror }} }}], filters: [{{ type: RequestMirror, requestMirror: {{ backendRef: {{ name: infra-backend-v2, port: 8080 }} }} }}], backendRefs: {v1} }}
+    - {{ matches: [{{ path: {{ type: RegularExpression, value: \"/re.*\" }} }}], backendRefs: {v1} }}
+    - {{ matches: [{{ path: {{ type: Exact, value: /exact }} }}], filters: [{{ type: URLRewrite, urlRewrite: {{ path: {{ type: ReplacePrefixMatch, replacePrefixMatch: /x }} }} }}], backendRefs: {v1} }}
+    - {{ matches: [{{ path: {{ type: PathPrefix, value: /content-length }} }}], filters: [{{ type: RequestHeaderModifier, requestHeaderModifier: {{ set: [{{ name: Content-Length, value: \"5\" }}] }} }}], backendRefs: {v1} }}
+    - {{ matches: [{{ path: {{ type: PathPrefix, value: /fine }} }}], backendRefs: {v1} }}
+",
+        v1 = backend("infra-backend-v1")
+    );
+    let served = serve(&manifests(&backends, &route("partly-unsupported", &rules)), &[80]);
+    let addr = served.ports[&80];
+    expect(&get(addr, "example.com", "/mirror").await, Err(500), "RequestMirror is not supported");
+    expect(&get(addr, "example.com", "/exact").await, Err(500), "ReplacePrefixMatch on an Exact match");
+    expect(&get(addr, "example.com", "/content-length").await, Err(500), "a header the proxy manages");
+    expect(&get(addr, "example.com", "/regex").await, Err(404), "a regular expression match matches nothing");
+    expect(&get(addr, "example.com", "/fine").await, Ok("infra-backend-v1"), "the rest serves");
+    let line = "HTTPRoute gateway-conformance-infra/partly-unsupported parent gateway-conformance-infra/same-namespace: PartiallyInvalid=True (UnsupportedValue): ";
+    let status_line = served.status.lines().find(|l| l.starts_with(line)).unwrap_or_else(|| panic!("no {line:?} in\n{}", served.status));
+    for why in ["RequestMirror is not supported", "RegularExpression path matches", "ReplacePrefixMatch needs PathPrefix", "content-length"] {
+        assert!(status_line.contains(why), "{why:?} not in {status_line:?}");
+    }
+    assert!(served.status.contains("partly-unsupported parent gateway-conformance-infra/same-namespace: Accepted=True"));
+}
