@@ -990,11 +990,20 @@ fn filtered(path: &str, filter: &str) -> String {
     )
 }
 
+type HeaderCase<'a> = (
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    &'a [(&'a str, &'a str)],
+    &'a [&'a str],
+);
+
 #[tokio::test]
 async fn request_and_response_header_modifiers() {
     let backends = Backends::start().await;
-    let request = |body: &str| format!("{{ type: RequestHeaderModifier, requestHeaderModifier: {body} }}");
-    let response = |body: &str| format!("{{ type: ResponseHeaderModifier, responseHeaderModifier: {body} }}");
+    let request =
+        |body: &str| format!("{{ type: RequestHeaderModifier, requestHeaderModifier: {body} }}");
+    let response =
+        |body: &str| format!("{{ type: ResponseHeaderModifier, responseHeaderModifier: {body} }}");
     let multiple = "{ set: [{ name: X-Header-Set-1, value: header-set-1 }, { name: X-Header-Set-2, value: header-set-2 }], add: [{ name: X-Header-Add-1, value: header-add-1 }, { name: X-Header-Add-2, value: header-add-2 }, { name: X-Header-Add-3, value: header-add-3 }], remove: [X-Header-Remove-1, X-Header-Remove-2] }";
     let rules = [
         filtered("/set", &request("{ set: [{ name: X-Header-Set, value: set-overwrites-values }] }")),
@@ -1028,15 +1037,52 @@ async fn request_and_response_header_modifiers() {
     let served = serve(&manifests(&backends, &docs), &[80]);
     let addr = served.ports[&80];
 
-    let cases: [(&str, &[(&str, &str)], &[(&str, &str)], &[&str]); 7] = [
-        ("/set", &[("Some-Other-Header", "val")], &[("some-other-header", "val"), ("x-header-set", "set-overwrites-values")], &[]),
-        ("/set", &[("Some-Other-Header", "val"), ("X-Header-Set", "some-other-value")], &[("x-header-set", "set-overwrites-values")], &[]),
-        ("/add", &[("Some-Other-Header", "val")], &[("x-header-add", "add-appends-values")], &[]),
-        ("/add", &[("X-Header-Add", "some-other-value")], &[("x-header-add", "some-other-value,add-appends-values")], &[]),
-        ("/remove", &[("X-Header-Remove", "val")], &[], &["x-header-remove"]),
+    // (path, headers sent, headers the backend sees, headers it must not see)
+    let cases: [HeaderCase<'_>; 7] = [
+        (
+            "/set",
+            &[("Some-Other-Header", "val")],
+            &[
+                ("some-other-header", "val"),
+                ("x-header-set", "set-overwrites-values"),
+            ],
+            &[],
+        ),
+        (
+            "/set",
+            &[
+                ("Some-Other-Header", "val"),
+                ("X-Header-Set", "some-other-value"),
+            ],
+            &[("x-header-set", "set-overwrites-values")],
+            &[],
+        ),
+        (
+            "/add",
+            &[("Some-Other-Header", "val")],
+            &[("x-header-add", "add-appends-values")],
+            &[],
+        ),
+        (
+            "/add",
+            &[("X-Header-Add", "some-other-value")],
+            &[("x-header-add", "some-other-value,add-appends-values")],
+            &[],
+        ),
+        (
+            "/remove",
+            &[("X-Header-Remove", "val")],
+            &[],
+            &["x-header-remove"],
+        ),
         (
             "/multiple",
-            &[("X-Header-Set-2", "set-val-2"), ("X-Header-Add-2", "add-val-2"), ("X-Header-Remove-2", "remove-val-2"), ("Another-Header", "another-header-val")],
+            &[
+                ("X-Header-Set-2", "set-val-2"),
+                ("X-Header-Add-2", "add-val-2"),
+                ("X-Header-Remove-2", "remove-val-2"),
+                ("Another-Header", "another-header-val"),
+            ],
             &[
                 ("x-header-set-1", "header-set-1"),
                 ("x-header-set-2", "header-set-2"),
@@ -1049,8 +1095,17 @@ async fn request_and_response_header_modifiers() {
         ),
         (
             "/case-insensitivity",
-            &[("x-header-set", "original-val-set"), ("x-header-add", "original-val-add"), ("x-header-remove", "original-val-remove"), ("Another-Header", "another-header-val")],
-            &[("x-header-set", "header-set"), ("x-header-add", "original-val-add,header-add"), ("another-header", "another-header-val")],
+            &[
+                ("x-header-set", "original-val-set"),
+                ("x-header-add", "original-val-add"),
+                ("x-header-remove", "original-val-remove"),
+                ("Another-Header", "another-header-val"),
+            ],
+            &[
+                ("x-header-set", "header-set"),
+                ("x-header-add", "original-val-add,header-add"),
+                ("another-header", "another-header-val"),
+            ],
             &["x-header-remove"],
         ),
     ];
@@ -1058,10 +1113,18 @@ async fn request_and_response_header_modifiers() {
         let seen = send(addr, "GET", "request.example", path, sent).await;
         expect(&seen, Ok("infra-backend-v1"), path);
         for (name, value) in want {
-            assert_eq!(seen.header_seen(name).as_deref(), Some(*value), "request {path}: {name}");
+            assert_eq!(
+                seen.header_seen(name).as_deref(),
+                Some(*value),
+                "request {path}: {name}"
+            );
         }
         for name in absent {
-            assert_eq!(seen.header_seen(name), None, "request {path}: {name} removed");
+            assert_eq!(
+                seen.header_seen(name),
+                None,
+                "request {path}: {name} removed"
+            );
         }
         if path == "/case-insensitivity" {
             continue;
@@ -1069,13 +1132,28 @@ async fn request_and_response_header_modifiers() {
         // The same headers, set by the backend on its response.
         let echo_set: Vec<String> = sent.iter().map(|(k, v)| format!("{k}:{v}")).collect();
         let echo_set = echo_set.join(",");
-        let seen = send(addr, "GET", "response.example", path, &[("X-Echo-Set-Header", &echo_set)]).await;
+        let seen = send(
+            addr,
+            "GET",
+            "response.example",
+            path,
+            &[("X-Echo-Set-Header", &echo_set)],
+        )
+        .await;
         expect(&seen, Ok("infra-backend-v1"), path);
         for (name, value) in want {
-            assert_eq!(seen.response_header(name).as_deref(), Some(*value), "response {path}: {name}");
+            assert_eq!(
+                seen.response_header(name).as_deref(),
+                Some(*value),
+                "response {path}: {name}"
+            );
         }
         for name in absent {
-            assert_eq!(seen.response_header(name), None, "response {path}: {name} removed");
+            assert_eq!(
+                seen.response_header(name),
+                None,
+                "response {path}: {name} removed"
+            );
         }
     }
     let seen = send(
@@ -1083,22 +1161,49 @@ async fn request_and_response_header_modifiers() {
         "GET",
         "response.example",
         "/both",
-        &[("X-Header-Remove", "remove-val"), ("X-Header-Add-Append", "append-val-1"), ("X-Echo-Set-Header", "X-Header-Set-2:set-val-2,X-Header-Add-2:add-val-2,X-Header-Remove-1:val")],
+        &[
+            ("X-Header-Remove", "remove-val"),
+            ("X-Header-Add-Append", "append-val-1"),
+            (
+                "X-Echo-Set-Header",
+                "X-Header-Set-2:set-val-2,X-Header-Add-2:add-val-2,X-Header-Remove-1:val",
+            ),
+        ],
     )
     .await;
-    assert_eq!(seen.header_seen("x-header-add").as_deref(), Some("header-val-1"));
-    assert_eq!(seen.header_seen("x-header-add-append").as_deref(), Some("append-val-1,header-val-2"));
-    assert_eq!(seen.header_seen("x-header-set").as_deref(), Some("set-overwrites-values"));
+    assert_eq!(
+        seen.header_seen("x-header-add").as_deref(),
+        Some("header-val-1")
+    );
+    assert_eq!(
+        seen.header_seen("x-header-add-append").as_deref(),
+        Some("append-val-1,header-val-2")
+    );
+    assert_eq!(
+        seen.header_seen("x-header-set").as_deref(),
+        Some("set-overwrites-values")
+    );
     assert_eq!(seen.header_seen("x-header-remove"), None);
-    assert_eq!(seen.response_header("x-header-add-2").as_deref(), Some("add-val-2,header-add-2"));
-    assert_eq!(seen.response_header("x-header-set-1").as_deref(), Some("header-set-1"));
+    assert_eq!(
+        seen.response_header("x-header-add-2").as_deref(),
+        Some("add-val-2,header-add-2")
+    );
+    assert_eq!(
+        seen.response_header("x-header-set-1").as_deref(),
+        Some("header-set-1")
+    );
     assert_eq!(seen.response_header("x-header-remove-1"), None);
 }
 
 #[tokio::test]
 async fn redirects_host_status_path_port_and_scheme() {
     let backends = Backends::start().await;
-    let redirect = |path: &str, body: &str| filtered(path, &format!("{{ type: RequestRedirect, requestRedirect: {body} }}"));
+    let redirect = |path: &str, body: &str| {
+        filtered(
+            path,
+            &format!("{{ type: RequestRedirect, requestRedirect: {body} }}"),
+        )
+    };
     let rules = [
         redirect("/hostname-redirect", "{ hostname: example.org }"),
         redirect("/host-and-status", "{ hostname: example.org, statusCode: 301 }"),
@@ -1128,7 +1233,11 @@ async fn redirects_host_status_path_port_and_scheme() {
     .concat();
     let ca = test_support::tls::TestCa::new();
     let (cert, key) = ca.issue_pem(&["example.org"]);
-    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
     let docs = format!(
         "{}
 ---
@@ -1145,26 +1254,98 @@ apiVersion: v1\nkind: Secret\nmetadata: {{ name: cert, namespace: gateway-confor
     let served = serve(&manifests(&backends, &docs), &[80, 8080, 443]);
     let http = served.ports[&80];
     for (path, status, location) in [
-        ("/hostname-redirect", 302, "http://example.org/hostname-redirect"),
-        ("/host-and-status", 301, "http://example.org/host-and-status"),
-        ("/original-prefix/lemon", 302, "http://gw.example/replacement-prefix/lemon"),
-        ("/full/path/original", 302, "http://gw.example/full-path-replacement"),
-        ("/path-and-host", 302, "http://example.org/replacement-prefix"),
-        ("/path-and-status", 301, "http://gw.example/replacement-prefix"),
-        ("/full-path-and-host", 302, "http://example.org/replacement-full"),
-        ("/full-path-and-status", 301, "http://gw.example/replacement-full"),
+        (
+            "/hostname-redirect",
+            302,
+            "http://example.org/hostname-redirect",
+        ),
+        (
+            "/host-and-status",
+            301,
+            "http://example.org/host-and-status",
+        ),
+        (
+            "/original-prefix/lemon",
+            302,
+            "http://gw.example/replacement-prefix/lemon",
+        ),
+        (
+            "/full/path/original",
+            302,
+            "http://gw.example/full-path-replacement",
+        ),
+        (
+            "/path-and-host",
+            302,
+            "http://example.org/replacement-prefix",
+        ),
+        (
+            "/path-and-status",
+            301,
+            "http://gw.example/replacement-prefix",
+        ),
+        (
+            "/full-path-and-host",
+            302,
+            "http://example.org/replacement-full",
+        ),
+        (
+            "/full-path-and-status",
+            301,
+            "http://gw.example/replacement-full",
+        ),
         ("/port", 302, "http://gw.example:8083/port"),
-        ("/port-and-host", 302, "http://example.org:8083/port-and-host"),
-        ("/port-and-status", 301, "http://gw.example:8083/port-and-status"),
+        (
+            "/port-and-host",
+            302,
+            "http://example.org:8083/port-and-host",
+        ),
+        (
+            "/port-and-status",
+            301,
+            "http://gw.example:8083/port-and-status",
+        ),
         ("/scheme", 302, "https://gw.example/scheme"),
-        ("/scheme-and-host", 302, "https://example.org/scheme-and-host"),
-        ("/scheme-and-status", 301, "https://gw.example/scheme-and-status"),
-        ("/scheme-nil-and-port-nil", 302, "http://example.org/scheme-nil-and-port-nil"),
-        ("/scheme-nil-and-port-80", 302, "http://example.org/scheme-nil-and-port-80"),
-        ("/scheme-nil-and-port-8080", 302, "http://example.org:8080/scheme-nil-and-port-8080"),
-        ("/scheme-https-and-port-nil", 302, "https://example.org/scheme-https-and-port-nil"),
-        ("/scheme-https-and-port-443", 302, "https://example.org/scheme-https-and-port-443"),
-        ("/scheme-https-and-port-8443", 302, "https://example.org:8443/scheme-https-and-port-8443"),
+        (
+            "/scheme-and-host",
+            302,
+            "https://example.org/scheme-and-host",
+        ),
+        (
+            "/scheme-and-status",
+            301,
+            "https://gw.example/scheme-and-status",
+        ),
+        (
+            "/scheme-nil-and-port-nil",
+            302,
+            "http://example.org/scheme-nil-and-port-nil",
+        ),
+        (
+            "/scheme-nil-and-port-80",
+            302,
+            "http://example.org/scheme-nil-and-port-80",
+        ),
+        (
+            "/scheme-nil-and-port-8080",
+            302,
+            "http://example.org:8080/scheme-nil-and-port-8080",
+        ),
+        (
+            "/scheme-https-and-port-nil",
+            302,
+            "https://example.org/scheme-https-and-port-nil",
+        ),
+        (
+            "/scheme-https-and-port-443",
+            302,
+            "https://example.org/scheme-https-and-port-443",
+        ),
+        (
+            "/scheme-https-and-port-8443",
+            302,
+            "https://example.org:8443/scheme-https-and-port-8443",
+        ),
         ("/s303", 303, "http://gw.example/s303"),
         ("/s307", 307, "http://gw.example/s307"),
         ("/s308", 308, "http://gw.example/s308"),
@@ -1176,20 +1357,47 @@ apiVersion: v1\nkind: Secret\nmetadata: {{ name: cert, namespace: gateway-confor
     // On 8080, a redirect without scheme and port keeps the port clients use
     // (not the one scalwsd binds).
     for (path, location) in [
-        ("/scheme-nil-and-port-nil", "http://example.org:8080/scheme-nil-and-port-nil"),
-        ("/scheme-nil-and-port-80", "http://example.org/scheme-nil-and-port-80"),
-        ("/scheme-https-and-port-nil", "https://example.org/scheme-https-and-port-nil"),
+        (
+            "/scheme-nil-and-port-nil",
+            "http://example.org:8080/scheme-nil-and-port-nil",
+        ),
+        (
+            "/scheme-nil-and-port-80",
+            "http://example.org/scheme-nil-and-port-80",
+        ),
+        (
+            "/scheme-https-and-port-nil",
+            "https://example.org/scheme-https-and-port-nil",
+        ),
     ] {
         let seen = get(served.ports[&8080], "gw.example:8080", path).await;
         assert_eq!(seen.reply.header("location"), Some(location), "8080 {path}");
     }
     for (path, location) in [
-        ("/scheme-nil-and-port-nil", "https://example.org/scheme-nil-and-port-nil"),
-        ("/scheme-http-and-port-nil", "http://example.org/scheme-http-and-port-nil"),
-        ("/scheme-nil-and-port-8080", "https://example.org:8080/scheme-nil-and-port-8080"),
+        (
+            "/scheme-nil-and-port-nil",
+            "https://example.org/scheme-nil-and-port-nil",
+        ),
+        (
+            "/scheme-http-and-port-nil",
+            "http://example.org/scheme-http-and-port-nil",
+        ),
+        (
+            "/scheme-nil-and-port-8080",
+            "https://example.org:8080/scheme-nil-and-port-8080",
+        ),
     ] {
-        let request = test_support::request("GET", "example.org", path).body(Default::default()).unwrap();
-        let reply = test_support::tls::https(ca.client_config(&[b"http/1.1"]), served.ports[&443], "example.org", false, request).await;
+        let request = test_support::request("GET", "example.org", path)
+            .body(Default::default())
+            .unwrap();
+        let reply = test_support::tls::https(
+            ca.client_config(&[b"http/1.1"]),
+            served.ports[&443],
+            "example.org",
+            false,
+            request,
+        )
+        .await;
         assert_eq!(reply.reply.header("location"), Some(location), "443 {path}");
     }
 }
@@ -1197,14 +1405,34 @@ apiVersion: v1\nkind: Secret\nmetadata: {{ name: cert, namespace: gateway-confor
 #[tokio::test]
 async fn rewrites_of_path_and_host() {
     let backends = Backends::start().await;
-    let rewrite = |path: &str, body: &str| filtered(path, &format!("{{ type: URLRewrite, urlRewrite: {body} }}"));
+    let rewrite = |path: &str, body: &str| {
+        filtered(path, &format!("{{ type: URLRewrite, urlRewrite: {body} }}"))
+    };
     let rules = [
-        rewrite("/prefix/one", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /one } }"),
-        rewrite("/strip-prefix", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: / } }"),
-        rewrite("/full/one", "{ path: { type: ReplaceFullPath, replaceFullPath: /one } }"),
-        rewrite("/foo", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz } }"),
-        rewrite("/bar/", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz/ } }"),
-        rewrite("/empty", "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: \"\" } }"),
+        rewrite(
+            "/prefix/one",
+            "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /one } }",
+        ),
+        rewrite(
+            "/strip-prefix",
+            "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: / } }",
+        ),
+        rewrite(
+            "/full/one",
+            "{ path: { type: ReplaceFullPath, replaceFullPath: /one } }",
+        ),
+        rewrite(
+            "/foo",
+            "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz } }",
+        ),
+        rewrite(
+            "/bar/",
+            "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: /xyz/ } }",
+        ),
+        rewrite(
+            "/empty",
+            "{ path: { type: ReplacePrefixMatch, replacePrefixMatch: \"\" } }",
+        ),
         rewrite("/host", "{ hostname: one.example.org }"),
     ]
     .concat();
@@ -1230,7 +1458,10 @@ async fn rewrites_of_path_and_host() {
     }
     let seen = get(addr, "rewrite.example", "/host/x").await;
     assert_eq!(seen.saw("host"), Some("one.example.org"));
-    assert_eq!(seen.header_seen("x-forwarded-host").as_deref(), Some("rewrite.example"));
+    assert_eq!(
+        seen.header_seen("x-forwarded-host").as_deref(),
+        Some("rewrite.example")
+    );
 }
 
 #[tokio::test]
@@ -1241,21 +1472,48 @@ async fn weights_and_request_timeouts() {
     - { matches: [{ path: { type: PathPrefix, value: /disable-request-timeout } }], timeouts: { request: 0s }, backendRefs: [{ name: infra-backend-v1, port: 8080 }] }
     - { matches: [{ path: { type: PathPrefix, value: /backend-timeout } }], timeouts: { backendRequest: 500ms }, backendRefs: [{ name: infra-backend-v1, port: 8080 }] }
 ";
-    let served = serve(&manifests(&backends, &route("weighted-and-timeouts", rules)), &[80]);
+    let served = serve(
+        &manifests(&backends, &route("weighted-and-timeouts", rules)),
+        &[80],
+    );
     let addr = served.ports[&80];
     let mut counts = std::collections::BTreeMap::new();
     for _ in 0..500 {
         let seen = get(addr, "example.com", "/weighted").await;
-        *counts.entry(seen.backend().unwrap().to_owned()).or_insert(0) += 1;
+        *counts
+            .entry(seen.backend().unwrap().to_owned())
+            .or_insert(0) += 1;
     }
     let share = |b: &str| f64::from(*counts.get(b).unwrap_or(&0)) / 500.0;
-    assert!((share("infra-backend-v1") - 0.7).abs() <= 0.05, "{counts:?}");
-    assert!((share("infra-backend-v2") - 0.3).abs() <= 0.05, "{counts:?}");
-    assert_eq!(counts.get("infra-backend-v3"), None, "weight 0 is never taken: {counts:?}");
+    assert!(
+        (share("infra-backend-v1") - 0.7).abs() <= 0.05,
+        "{counts:?}"
+    );
+    assert!(
+        (share("infra-backend-v2") - 0.3).abs() <= 0.05,
+        "{counts:?}"
+    );
+    assert_eq!(
+        counts.get("infra-backend-v3"),
+        None,
+        "weight 0 is never taken: {counts:?}"
+    );
 
-    expect(&get(addr, "example.com", "/request-timeout").await, Ok("infra-backend-v1"), "fast");
-    expect(&get(addr, "example.com", "/request-timeout?delay=1s").await, Err(504), "slower than 500ms");
-    expect(&get(addr, "example.com", "/backend-timeout?delay=1s").await, Err(504), "backendRequest");
+    expect(
+        &get(addr, "example.com", "/request-timeout").await,
+        Ok("infra-backend-v1"),
+        "fast",
+    );
+    expect(
+        &get(addr, "example.com", "/request-timeout?delay=1s").await,
+        Err(504),
+        "slower than 500ms",
+    );
+    expect(
+        &get(addr, "example.com", "/backend-timeout?delay=1s").await,
+        Err(504),
+        "backendRequest",
+    );
     let seen = get(addr, "example.com", "/disable-request-timeout?delay=1s").await;
     expect(&seen, Ok("infra-backend-v1"), "0s disables it");
     assert_eq!(seen.saw("path"), Some("/disable-request-timeout?delay=1s"));
@@ -1273,17 +1531,51 @@ async fn unsupported_filters_and_matches_answer_500_and_leave_the_rest_serving()
 ",
         v1 = backend("infra-backend-v1")
     );
-    let served = serve(&manifests(&backends, &route("partly-unsupported", &rules)), &[80]);
+    let served = serve(
+        &manifests(&backends, &route("partly-unsupported", &rules)),
+        &[80],
+    );
     let addr = served.ports[&80];
-    expect(&get(addr, "example.com", "/mirror").await, Err(500), "RequestMirror is not supported");
-    expect(&get(addr, "example.com", "/exact").await, Err(500), "ReplacePrefixMatch on an Exact match");
-    expect(&get(addr, "example.com", "/content-length").await, Err(500), "a header the proxy manages");
-    expect(&get(addr, "example.com", "/regex").await, Err(404), "a regular expression match matches nothing");
-    expect(&get(addr, "example.com", "/fine").await, Ok("infra-backend-v1"), "the rest serves");
+    expect(
+        &get(addr, "example.com", "/mirror").await,
+        Err(500),
+        "RequestMirror is not supported",
+    );
+    expect(
+        &get(addr, "example.com", "/exact").await,
+        Err(500),
+        "ReplacePrefixMatch on an Exact match",
+    );
+    expect(
+        &get(addr, "example.com", "/content-length").await,
+        Err(500),
+        "a header the proxy manages",
+    );
+    expect(
+        &get(addr, "example.com", "/regex").await,
+        Err(404),
+        "a regular expression match matches nothing",
+    );
+    expect(
+        &get(addr, "example.com", "/fine").await,
+        Ok("infra-backend-v1"),
+        "the rest serves",
+    );
     let line = "HTTPRoute gateway-conformance-infra/partly-unsupported parent gateway-conformance-infra/same-namespace: PartiallyInvalid=True (UnsupportedValue): ";
-    let status_line = served.status.lines().find(|l| l.starts_with(line)).unwrap_or_else(|| panic!("no {line:?} in\n{}", served.status));
-    for why in ["RequestMirror is not supported", "RegularExpression path matches", "ReplacePrefixMatch needs PathPrefix", "content-length"] {
+    let status_line = served
+        .status
+        .lines()
+        .find(|l| l.starts_with(line))
+        .unwrap_or_else(|| panic!("no {line:?} in\n{}", served.status));
+    for why in [
+        "RequestMirror is not supported",
+        "RegularExpression path matches",
+        "ReplacePrefixMatch needs PathPrefix",
+        "content-length",
+    ] {
         assert!(status_line.contains(why), "{why:?} not in {status_line:?}");
     }
-    assert!(served.status.contains("partly-unsupported parent gateway-conformance-infra/same-namespace: Accepted=True"));
+    assert!(served.status.contains(
+        "partly-unsupported parent gateway-conformance-infra/same-namespace: Accepted=True"
+    ));
 }

@@ -24,7 +24,9 @@ const NAMES: [&str; 8] = [
 
 /// Echo servers and Services for `NAMES`, plus `echo-service` in front of three endpoints.
 async fn services() -> (String, Vec<test_support::upstream::Upstream>) {
-    let mut text = String::from("apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: { name: scalws }\nspec: { controller: scalws.io/ingress-controller }\n");
+    let mut text = String::from(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: { name: scalws }\nspec: { controller: scalws.io/ingress-controller }\n",
+    );
     let mut servers = Vec::new();
     for name in NAMES {
         let server = echo(NS, name).await;
@@ -34,7 +36,7 @@ async fn services() -> (String, Vec<test_support::upstream::Upstream>) {
     let mut endpoints = Vec::new();
     for _ in 0..3 {
         let server = echo(NS, "echo-service").await;
-        endpoints.push(format!("{{ addresses: [\"127.0.0.1\"], conditions: {{ ready: true }} }}"));
+        endpoints.push("{ addresses: [\"127.0.0.1\"], conditions: { ready: true } }".to_owned());
         servers.push(server);
     }
     // One slice per endpoint: each echo server has its own port.
@@ -50,11 +52,15 @@ async fn services() -> (String, Vec<test_support::upstream::Upstream>) {
 }
 
 fn ingress(name: &str, spec: &str) -> String {
-    format!("\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: {name}, namespace: ingress }}\nspec:\n{spec}")
+    format!(
+        "\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: {name}, namespace: ingress }}\nspec:\n{spec}"
+    )
 }
 
 fn path(kind: &str, path: &str, service: &str) -> String {
-    format!("{{ pathType: {kind}, path: {path}, backend: {{ service: {{ name: {service}, port: {{ number: 8080 }} }} }} }}")
+    format!(
+        "{{ pathType: {kind}, path: {path}, backend: {{ service: {{ name: {service}, port: {{ number: 8080 }} }} }} }}"
+    )
 }
 
 #[tokio::test]
@@ -93,14 +99,26 @@ async fn path_rules() {
         ("prefix-path-rules", "/foo/", Ok("foo-prefix")),
         ("prefix-path-rules", "/FOO", Err(404)),
         ("prefix-path-rules", "/aaa/bbb", Ok("aaa-slash-bbb-prefix")),
-        ("prefix-path-rules", "/aaa/bbb/ccc", Ok("aaa-slash-bbb-prefix")),
+        (
+            "prefix-path-rules",
+            "/aaa/bbb/ccc",
+            Ok("aaa-slash-bbb-prefix"),
+        ),
         ("prefix-path-rules", "/aaa/bbbxyz", Ok("aaa-prefix")),
         ("prefix-path-rules", "/aaa/ccc", Ok("aaa-prefix")),
         ("prefix-path-rules", "/aaaccc", Err(404)),
         ("mixed-path-rules", "/foo", Ok("foo-exact")),
         ("mixed-path-rules", "/foo/x", Ok("foo-prefix")),
-        ("trailing-slash-path-rules", "/aaa/bbb", Ok("aaa-slash-bbb-slash-prefix")),
-        ("trailing-slash-path-rules", "/aaa/bbb/", Ok("aaa-slash-bbb-slash-prefix")),
+        (
+            "trailing-slash-path-rules",
+            "/aaa/bbb",
+            Ok("aaa-slash-bbb-slash-prefix"),
+        ),
+        (
+            "trailing-slash-path-rules",
+            "/aaa/bbb/",
+            Ok("aaa-slash-bbb-slash-prefix"),
+        ),
         ("trailing-slash-path-rules", "/foo", Err(404)),
         ("trailing-slash-path-rules", "/foo/", Ok("foo-slash-exact")),
         ("implementation-specific", "/foo/bar", Ok("foo-prefix")),
@@ -109,7 +127,13 @@ async fn path_rules() {
     ] {
         expect(&get(addr, host, path).await, want, &format!("{host}{path}"));
     }
-    assert!(served.status.contains("Ingress ingress/path-rules: loadBalancer="), "{}", served.status);
+    assert!(
+        served
+            .status
+            .contains("Ingress ingress/path-rules: loadBalancer="),
+        "{}",
+        served.status
+    );
 }
 
 #[tokio::test]
@@ -117,7 +141,11 @@ async fn host_rules_with_tls_and_port_names() {
     let (mut text, _servers) = services().await;
     let ca = test_support::tls::TestCa::new();
     let (cert, key) = ca.issue_pem(&["foo.bar.com"]);
-    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
     text.push_str(&format!(
         "\n---\napiVersion: v1\nkind: Secret\nmetadata: {{ name: conformance-tls, namespace: ingress }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
         indent(&cert),
@@ -147,8 +175,17 @@ async fn host_rules_with_tls_and_port_names() {
             assert_eq!(seen.saw("host"), Some(host));
         }
     }
-    let request = test_support::request("GET", "foo.bar.com", "/").body(Default::default()).unwrap();
-    let reply = test_support::tls::https(ca.client_config(&[b"h2"]), served.ports[&443], "foo.bar.com", true, request).await;
+    let request = test_support::request("GET", "foo.bar.com", "/")
+        .body(Default::default())
+        .unwrap();
+    let reply = test_support::tls::https(
+        ca.client_config(&[b"h2"]),
+        served.ports[&443],
+        "foo.bar.com",
+        true,
+        request,
+    )
+    .await;
     expect(&seen(reply.reply), Ok("foo-bar-com"), "https");
 }
 
@@ -178,8 +215,16 @@ async fn default_backend_class_and_load_balancing() {
         assert_eq!(seen.saw("method"), Some(method));
         assert_eq!(seen.saw("path"), Some(path));
     }
-    expect(&get(addr, "my-host", "/only").await, Ok("foo-exact"), "a rule beats the default");
-    assert!(!served.status.contains("ingress/other-class"), "another class's Ingress is not ours:\n{}", served.status);
+    expect(
+        &get(addr, "my-host", "/only").await,
+        Ok("foo-exact"),
+        "a rule beats the default",
+    );
+    assert!(
+        !served.status.contains("ingress/other-class"),
+        "another class's Ingress is not ours:\n{}",
+        served.status
+    );
 
     let mut hit = BTreeSet::new();
     for _ in 0..60 {
@@ -190,7 +235,11 @@ async fn default_backend_class_and_load_balancing() {
             hit.insert(server.addr);
         }
     }
-    assert_eq!(hit.len(), 3, "every endpoint of the default backend takes requests");
+    assert_eq!(
+        hit.len(),
+        3,
+        "every endpoint of the default backend takes requests"
+    );
 }
 
 #[tokio::test]
@@ -200,13 +249,27 @@ async fn ingress_without_class_is_ours_when_the_default_class_is() {
         "metadata: { name: scalws }\nspec: { controller: scalws.io/ingress-controller }",
         "metadata: { name: scalws, annotations: { ingressclass.kubernetes.io/is-default-class: \"true\" } }\nspec: { controller: scalws.io/ingress-controller }",
     );
-    text.push_str(&ingress("no-class", &format!("  rules: [{{ host: a.example, http: {{ paths: [{}] }} }}]\n", path("Prefix", "/", "foo-prefix"))));
+    text.push_str(&ingress(
+        "no-class",
+        &format!(
+            "  rules: [{{ host: a.example, http: {{ paths: [{}] }} }}]\n",
+            path("Prefix", "/", "foo-prefix")
+        ),
+    ));
     text.push_str(&format!(
         "\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: by-annotation, namespace: ingress, annotations: {{ kubernetes.io/ingress.class: scalws }} }}\nspec:\n  rules: [{{ host: b.example, http: {{ paths: [{}] }} }}]\n",
         path("Prefix", "/", "foo-exact")
     ));
     let served = serve(&text, &[80]);
     let addr = served.ports[&80];
-    expect(&get(addr, "a.example", "/").await, Ok("foo-prefix"), "no class, default class ours");
-    expect(&get(addr, "b.example", "/").await, Ok("foo-exact"), "the old annotation");
+    expect(
+        &get(addr, "a.example", "/").await,
+        Ok("foo-prefix"),
+        "no class, default class ours",
+    );
+    expect(
+        &get(addr, "b.example", "/").await,
+        Ok("foo-exact"),
+        "the old annotation",
+    );
 }

@@ -278,11 +278,18 @@ impl Document<'_> {
             ("discovery.k8s.io", "EndpointSlice") if version == "v1" => {
                 out.endpoint_slices.push(self.typed(value, item)?)
             }
-            ("gateway.networking.k8s.io", _)
-            | ("networking.k8s.io", "Ingress" | "IngressClass")
+            (
+                "gateway.networking.k8s.io",
+                "GatewayClass" | "Gateway" | "HTTPRoute" | "ReferenceGrant",
+            )
+            | ("networking.k8s.io" | "extensions", "Ingress" | "IngressClass")
             | ("discovery.k8s.io", "EndpointSlice")
             | ("", "Service" | "Secret" | "Namespace") => {
-                return Err(self.error(1, 1, format!("{prefix}{kind} {api} is not supported")));
+                return Err(self.error(
+                    1,
+                    1,
+                    format!("{prefix}{kind} {api} is not supported{}", newer(kind)),
+                ));
             }
             _ => skipped.0.push(format!(
                 "{}:{}: {kind} ({api}) is not read; skipped",
@@ -352,6 +359,19 @@ impl Document<'_> {
     }
 }
 
+/// Which version to use instead, for the kinds that are read.
+fn newer(kind: &str) -> &'static str {
+    match kind {
+        "Ingress" | "IngressClass" => " (use networking.k8s.io/v1)",
+        "GatewayClass" | "Gateway" | "HTTPRoute" | "ReferenceGrant" => {
+            " (use gateway.networking.k8s.io/v1)"
+        }
+        "EndpointSlice" => " (use discovery.k8s.io/v1)",
+        "Service" | "Secret" | "Namespace" => " (use v1)",
+        _ => "",
+    }
+}
+
 /// The path of the first key in `original` that the typed value dropped.
 fn unknown_field(original: &Value, back: &Value, path: String) -> Option<String> {
     match (original, back) {
@@ -383,6 +403,7 @@ fn is_empty(v: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn read(text: &str) -> Result<Resources, Vec<ManifestError>> {
@@ -420,7 +441,7 @@ mod tests {
                 .unwrap_err();
         assert_eq!(
             errors[0].to_string(),
-            "m.yaml:1:1: Ingress networking.k8s.io/v1beta1 is not supported"
+            "m.yaml:1:1: Ingress networking.k8s.io/v1beta1 is not supported (use networking.k8s.io/v1)"
         );
     }
 }
