@@ -767,3 +767,41 @@ async fn host_header_is_kept_and_uri_is_origin_form() {
     let (response, _) = pool.send(request).await.unwrap();
     assert_eq!(text(response).await, "app.test /x?y=1");
 }
+
+// === a new address list ===
+
+#[tokio::test]
+async fn a_pool_made_after_another_keeps_the_connections_of_addresses_that_remain() {
+    let a = Upstream::named("a").await;
+    let b = Upstream::named("b").await;
+    let c = Upstream::named("c").await;
+    let first = UpstreamPool::new("api", options(&[a.addr, b.addr])).unwrap();
+    for _ in 0..4 {
+        answered(&first, get("/")).await;
+    }
+    assert_eq!(
+        (a.connections(), b.connections()),
+        (1, 1),
+        "one kept-alive connection each"
+    );
+
+    let second = UpstreamPool::new_after("api", options(&[b.addr, c.addr]), &first).unwrap();
+    assert!(!second.same_pool(&first));
+    drop(first);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..6 {
+        seen.insert(answered(&second, get("/")).await);
+    }
+    assert_eq!(
+        seen,
+        [b.addr, c.addr].into_iter().collect(),
+        "a is gone, c is new"
+    );
+    assert_eq!(
+        b.connections(),
+        1,
+        "b's connection was taken over, not opened again"
+    );
+    assert_eq!(c.connections(), 1);
+    assert_eq!(a.hits(), 2, "nothing more went to the removed address");
+}

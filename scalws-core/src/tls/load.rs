@@ -10,6 +10,7 @@ use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use x509_parser::extensions::GeneralName;
 
+use super::ReadFile;
 use super::error::{TlsFile, TlsLoadError};
 use super::sni::Names;
 
@@ -30,9 +31,9 @@ pub(super) struct Loaded {
     pub(super) warning: Option<String>,
 }
 
-pub(super) fn load(files: &CertificateFiles) -> Result<Loaded, TlsLoadError> {
-    let chain = read_chain(&files.cert)?;
-    let key = read_key(&files.key)?;
+pub(super) fn load(files: &CertificateFiles, read: &ReadFile<'_>) -> Result<Loaded, TlsLoadError> {
+    let chain = read_chain(&files.cert, read)?;
+    let key = read_key(&files.key, read)?;
     let Some(leaf) = chain.first() else {
         return Err(TlsLoadError::NoCertificate {
             path: files.cert.clone(),
@@ -76,8 +77,11 @@ pub(super) fn load(files: &CertificateFiles) -> Result<Loaded, TlsLoadError> {
     })
 }
 
-fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsLoadError> {
-    let pem = read(TlsFile::Certificate, path)?;
+fn read_chain(
+    path: &Path,
+    read: &ReadFile<'_>,
+) -> Result<Vec<CertificateDer<'static>>, TlsLoadError> {
+    let pem = read_file(TlsFile::Certificate, path, read)?;
     let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| TlsLoadError::invalid_pem(TlsFile::Certificate, path, error))?;
@@ -89,8 +93,8 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsLoadError>
     Ok(chain)
 }
 
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsLoadError> {
-    let pem = read(TlsFile::Key, path)?;
+fn read_key(path: &Path, read: &ReadFile<'_>) -> Result<PrivateKeyDer<'static>, TlsLoadError> {
+    let pem = read_file(TlsFile::Key, path, read)?;
     PrivateKeyDer::from_pem_slice(&pem).map_err(|error| match error {
         pem::Error::NoItemsFound => TlsLoadError::NoKey {
             path: path.to_owned(),
@@ -99,8 +103,8 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsLoadError> {
     })
 }
 
-fn read(file: TlsFile, path: &Path) -> Result<Vec<u8>, TlsLoadError> {
-    std::fs::read(path).map_err(|error| TlsLoadError::unreadable(file, path, error))
+fn read_file(file: TlsFile, path: &Path, read: &ReadFile<'_>) -> Result<Vec<u8>, TlsLoadError> {
+    read(path).map_err(|error| TlsLoadError::unreadable(file, path, error))
 }
 
 /// The leaf's SAN DNS names, and a warning when it is outside its validity.

@@ -40,6 +40,9 @@ pub use load::CertificateFiles;
 
 use sni::SniTable;
 
+/// Reads a certificate or key file's bytes (see [`TlsCertificates::load_with`]).
+pub type ReadFile<'a> = dyn Fn(&std::path::Path) -> std::io::Result<Vec<u8>> + 'a;
+
 /// A listener's certificates, chosen by SNI; shared by its HTTPS and HTTP/3
 /// listeners, and swappable in place on reload.
 ///
@@ -70,7 +73,17 @@ impl TlsCertificates {
     /// certificate or key, an unsupported key, or a key that is not the
     /// certificate's is an error naming the file.
     pub fn load(files: &[CertificateFiles]) -> Result<Self, TlsLoadError> {
-        let set = CertificateSet::load(files)?;
+        Self::load_with(files, &|path| std::fs::read(path))
+    }
+
+    /// [`load`](Self::load), reading each file's bytes with `read`: a program
+    /// that holds certificates in memory (from a Kubernetes Secret) names
+    /// them by paths of its own and answers for those paths.
+    pub fn load_with(
+        files: &[CertificateFiles],
+        read: &ReadFile<'_>,
+    ) -> Result<Self, TlsLoadError> {
+        let set = CertificateSet::load(files, read)?;
         Ok(Self {
             current: Arc::new(ArcSwap::from_pointee(set)),
         })
@@ -80,7 +93,7 @@ impl TlsCertificates {
     /// for new handshakes; connections already open keep theirs. On error the
     /// old certificates stay in place.
     pub fn reload(&self, files: &[CertificateFiles]) -> Result<(), TlsLoadError> {
-        let set = CertificateSet::load(files)?;
+        let set = CertificateSet::load(files, &|path| std::fs::read(path))?;
         self.current.store(Arc::new(set));
         Ok(())
     }
@@ -141,13 +154,13 @@ impl Eq for TlsCertificates {}
 // === impl CertificateSet ===
 
 impl CertificateSet {
-    fn load(files: &[CertificateFiles]) -> Result<Self, TlsLoadError> {
+    fn load(files: &[CertificateFiles], read: &ReadFile<'_>) -> Result<Self, TlsLoadError> {
         if files.is_empty() {
             return Err(TlsLoadError::NoCertificates);
         }
         let loaded = files
             .iter()
-            .map(load::load)
+            .map(|pair| load::load(pair, read))
             .collect::<Result<Vec<_>, _>>()?;
         let mut keys = Vec::with_capacity(loaded.len());
         let mut names = Vec::with_capacity(loaded.len());

@@ -72,7 +72,27 @@ impl UpstreamPool {
         name: impl Into<Arc<str>>,
         options: UpstreamOptions,
     ) -> Result<Self, InvalidUpstream> {
-        let name = name.into();
+        Self::build(name.into(), options, None)
+    }
+
+    /// A pool for `options` that takes over, for each address it shares with
+    /// `previous`, that address's pooled connections: an address list that
+    /// changed (a Kubernetes EndpointSlice update) keeps the connections to
+    /// the addresses that remain. Every option but `addresses` must be the
+    /// same as `previous`'s; health state and counters start afresh.
+    pub fn new_after(
+        name: impl Into<Arc<str>>,
+        options: UpstreamOptions,
+        previous: &UpstreamPool,
+    ) -> Result<Self, InvalidUpstream> {
+        Self::build(name.into(), options, Some(previous))
+    }
+
+    fn build(
+        name: Arc<str>,
+        options: UpstreamOptions,
+        previous: Option<&UpstreamPool>,
+    ) -> Result<Self, InvalidUpstream> {
         let invalid = |reason: String| InvalidUpstream {
             name: name.to_string(),
             reason,
@@ -110,8 +130,18 @@ impl UpstreamPool {
             .addresses
             .iter()
             .map(|&(address, weight)| {
-                let connector = Connector::new(address, options.connect_timeout, tls.clone());
-                Endpoint::new(address, weight, epoch, client::build(&options, connector))
+                let kept = previous.and_then(|p| {
+                    p.inner
+                        .endpoints
+                        .iter()
+                        .find(|e| e.address() == address)
+                        .map(|e| e.client().clone())
+                });
+                let client = kept.unwrap_or_else(|| {
+                    let connector = Connector::new(address, options.connect_timeout, tls.clone());
+                    client::build(&options, connector)
+                });
+                Endpoint::new(address, weight, epoch, client)
             })
             .collect();
         let scheme = match options.protocol {

@@ -24,13 +24,14 @@ use super::schema::{
 };
 use super::units::DurationValue;
 use super::upstreams::Upstreams;
-use super::{AccessLogTarget, Carried, Config};
+use super::{AccessLogTarget, Carried, Config, Inputs};
 
 pub(crate) fn compile(
     file_name: &str,
     file: File,
     base_dir: &Path,
     previous: &Carried,
+    inputs: &Inputs,
 ) -> Result<Config, ConfigErrors> {
     let mut errors = Errors::new(file_name);
     let upstreams = Upstreams::compile(&file.upstreams, base_dir, &previous.pools, &mut errors);
@@ -39,6 +40,7 @@ pub(crate) fn compile(
         caches: HashMap::new(),
         errors: &mut errors,
         base_dir,
+        inputs,
         upstreams,
         // Set from the first https listener.
         https_port: None,
@@ -90,7 +92,7 @@ pub(crate) fn compile(
         },
     };
     let limits = compiler.limits(&file.limits);
-    if file.listeners.value.is_empty() {
+    if file.listeners.value.is_empty() && !inputs.allow_no_listeners {
         compiler.errors.at(
             &file.listeners.referenced,
             "listeners",
@@ -184,6 +186,8 @@ impl Kind {
 struct Compiler<'a> {
     errors: &'a mut Errors,
     base_dir: &'a Path,
+    /// Certificate files held in memory.
+    inputs: &'a Inputs,
     /// What the configuration in use carries: pools, caches, counters.
     previous: &'a Carried,
     /// The caches this configuration uses, by application, for the next one.
@@ -1175,7 +1179,8 @@ impl Compiler<'_> {
                 }
             }
         }
-        match TlsCertificates::load(&files) {
+        let inputs = self.inputs;
+        match TlsCertificates::load_with(&files, &|path| inputs.read(path)) {
             Ok(loaded) => {
                 if !seen {
                     self.warnings.extend(loaded.warnings());

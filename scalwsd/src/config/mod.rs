@@ -74,6 +74,28 @@ pub struct Carried {
     pub metrics: Metrics,
 }
 
+/// What a configuration may take from outside its text: certificate and key
+/// files held in memory (by the path the text names them with; the Kubernetes
+/// controller's Secrets), and whether a configuration without listeners is
+/// acceptable (a controller that has nothing to serve yet).
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// File contents by path; other paths are read from disk.
+    pub files: HashMap<PathBuf, Vec<u8>>,
+    /// Accept `listeners: []`.
+    pub allow_no_listeners: bool,
+}
+
+impl Inputs {
+    /// The bytes of `path`: from memory if held there, else from disk.
+    pub(crate) fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.files.get(path) {
+            Some(bytes) => Ok(bytes.clone()),
+            None => std::fs::read(path),
+        }
+    }
+}
+
 /// Parses and checks `text`. `file_name` appears in errors; relative paths in
 /// the file (static roots) are resolved against `base_dir`.
 pub fn load(file_name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigErrors> {
@@ -88,8 +110,19 @@ pub fn load_after(
     base_dir: &Path,
     previous: &Carried,
 ) -> Result<Config, ConfigErrors> {
+    load_with(file_name, text, base_dir, previous, &Inputs::default())
+}
+
+/// [`load_after`], with certificate files and other inputs from `inputs`.
+pub fn load_with(
+    file_name: &str,
+    text: &str,
+    base_dir: &Path,
+    previous: &Carried,
+    inputs: &Inputs,
+) -> Result<Config, ConfigErrors> {
     let file = parse::parse(file_name, text).map_err(|e| ConfigErrors(vec![e]))?;
-    let mut config = compile::compile(file_name, file, base_dir, previous)?;
+    let mut config = compile::compile(file_name, file, base_dir, previous, inputs)?;
     config.hash = sha256_hex(text.as_bytes());
     Ok(config)
 }

@@ -64,15 +64,21 @@ impl Upstreams {
         errors: &mut Errors,
     ) -> Option<UpstreamPool> {
         let definition = Definition::of(options.clone());
-        let pool = match self.previous.0.get(name) {
-            Some((old, pool)) if *old == definition => pool.clone(),
-            _ => match UpstreamPool::new(name, options) {
-                Ok(pool) => pool,
-                Err(error) => {
-                    errors.at(at, format!("upstreams.{name}"), error.to_string());
-                    return None;
-                }
-            },
+        let built = match self.previous.0.get(name) {
+            Some((old, pool)) if *old == definition => Ok(pool.clone()),
+            // Only the addresses changed: the addresses that remain keep
+            // their connections.
+            Some((old, pool)) if old.same_but_addresses(&definition) => {
+                UpstreamPool::new_after(name, options, pool)
+            }
+            _ => UpstreamPool::new(name, options),
+        };
+        let pool = match built {
+            Ok(pool) => pool,
+            Err(error) => {
+                errors.at(at, format!("upstreams.{name}"), error.to_string());
+                return None;
+            }
         };
         self.pools
             .0
@@ -390,6 +396,13 @@ pub(crate) struct Definition {
 }
 
 impl Definition {
+    /// Equal in everything but the address list.
+    fn same_but_addresses(&self, other: &Definition) -> bool {
+        let mut mine = self.options.clone();
+        mine.addresses.clone_from(&other.options.addresses);
+        mine == other.options && self.ca == other.ca
+    }
+
     fn of(options: UpstreamOptions) -> Self {
         // Unreadable now: `None`, which differs from the bytes read when the
         // pool was built, so a new pool is tried and reports the error.

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::config::{self, Carried, Config, ConfigErrors};
+use crate::config::{self, Carried, Config, ConfigErrors, Inputs};
 
 use super::document::{Respond, Route};
 use super::status::Condition;
@@ -27,12 +27,13 @@ pub fn load(
     translation: &mut Translation,
     base: &Path,
     previous: &Carried,
+    inputs: &Inputs,
 ) -> Result<(Config, String), ConfigErrors> {
     // Each round replaces every refused route; a second round can only fail on
     // what the first did not name, so two are enough, and a third is a backstop.
     for _ in 0..3 {
         let yaml = to_yaml(translation);
-        match config::load_after(FILE_NAME, &yaml, base, previous) {
+        match config::load_with(FILE_NAME, &yaml, base, previous, inputs) {
             Ok(config) => return Ok((config, yaml)),
             Err(errors) => {
                 let mut replaced = false;
@@ -48,7 +49,7 @@ pub fn load(
         }
     }
     let yaml = to_yaml(translation);
-    config::load_after(FILE_NAME, &yaml, base, previous).map(|config| (config, yaml))
+    config::load_with(FILE_NAME, &yaml, base, previous, inputs).map(|config| (config, yaml))
 }
 
 /// `applications[3].routes[1]...` -> `(3, 1)`.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::{KubernetesArgs, TranslateArgs};
-use crate::config::Carried;
+use crate::config::{Carried, Inputs};
 
 use super::translate::{Options, Translation, translate};
 use super::{Resources, check, manifests};
@@ -70,8 +70,14 @@ pub fn run(args: &TranslateArgs) -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime
-            .block_on(async { check::load(&mut translation, Path::new("."), &Carried::default()) }),
+        Ok(runtime) => runtime.block_on(async {
+            check::load(
+                &mut translation,
+                Path::new("."),
+                &Carried::default(),
+                &Inputs::default(),
+            )
+        }),
         Err(error) => {
             eprintln!("scalwsd translate: cannot start the runtime: {error}");
             return ExitCode::from(EXIT_INPUT);

@@ -219,7 +219,12 @@ pub fn serve_resources(resources: &Resources, ports: &[u16]) -> Served {
         std::fs::write(&c.files.cert, &c.cert).unwrap();
         std::fs::write(&c.files.key, &c.key).unwrap();
     }
-    let (config, _yaml) = match check::load(&mut translation, certs.path(), &Default::default()) {
+    let (config, _yaml) = match check::load(
+        &mut translation,
+        certs.path(),
+        &Default::default(),
+        &Default::default(),
+    ) {
         Ok(loaded) => loaded,
         Err(errors) => panic!(
             "the translation does not load:\n{errors}\n{}",
