@@ -97,7 +97,18 @@ async fn handle(
             }
             Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n"),
         },
-        "/healthz" => text(StatusCode::OK, "ok\n"),
+        "/healthz" => match &shared.kubernetes {
+            None => text(StatusCode::OK, "ok\n"),
+            // Serving either way (the last good configuration when out of
+            // sync), so still 200: a liveness probe must not restart it.
+            Some(state) if state.in_sync.load(std::sync::atomic::Ordering::Relaxed) => {
+                text(StatusCode::OK, "ok\nkubernetes: in sync\n")
+            }
+            Some(_) => text(
+                StatusCode::OK,
+                "ok\nkubernetes: out of sync (reconnecting; serving the last good configuration)\n",
+            ),
+        },
         "/reload" => {
             let (reply, answer) = oneshot::channel();
             if reloads.send(reply).await.is_err() {

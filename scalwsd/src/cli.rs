@@ -34,9 +34,57 @@ pub struct Cli {
     #[arg(short, long, value_name = "N")]
     pub workers: Option<NonZeroUsize>,
 
+    /// Configure from a Kubernetes cluster (Ingress and Gateway API) instead of a file.
+    #[command(flatten)]
+    pub controller: ControllerArgs,
+
     /// A subcommand instead of serving.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// `scalwsd --kubernetes ...`.
+#[derive(Clone, Debug, Args)]
+pub struct ControllerArgs {
+    /// Run as a Kubernetes Ingress controller and Gateway API implementation,
+    /// configured from the API server (in-cluster service account or KUBECONFIG).
+    #[arg(long, conflicts_with_all = ["config", "check"])]
+    pub kubernetes: bool,
+
+    /// Watch only this namespace (repeatable; default: every namespace).
+    #[arg(long, value_name = "NS", requires = "kubernetes")]
+    pub namespace: Vec<String>,
+
+    /// The admin listener (metrics, health) in Kubernetes mode.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "0.0.0.0:9901",
+        requires = "kubernetes"
+    )]
+    pub admin: SocketAddr,
+
+    /// An address clients reach the replicas at (the Service's load balancer IP or
+    /// host name), written into Gateway and Ingress status. Repeatable.
+    #[arg(long, value_name = "ADDR", requires = "kubernetes")]
+    pub publish: Vec<String>,
+
+    /// The Lease the replicas elect the status writer with.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "scalws-controller",
+        requires = "kubernetes"
+    )]
+    pub lease: String,
+
+    /// The Lease's namespace (default: $POD_NAMESPACE, else default).
+    #[arg(long, value_name = "NS", requires = "kubernetes")]
+    pub lease_namespace: Option<String>,
+
+    /// How resources become a configuration.
+    #[command(flatten)]
+    pub translation: KubernetesArgs,
 }
 
 /// `scalwsd SUBCOMMAND`.

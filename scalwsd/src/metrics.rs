@@ -50,6 +50,14 @@ pub(crate) fn encode(shared: &Shared) -> Result<String, std::fmt::Error> {
         reloads_failed: shared.reloads_failed.load(Ordering::Relaxed),
         hash: loaded.hash.clone(),
         access_log: shared.access_log_counts(),
+        kubernetes: shared.kubernetes.as_ref().map(|k| {
+            (
+                k.in_sync.load(Ordering::Relaxed),
+                k.leader.load(Ordering::Relaxed),
+                k.applied.load(Ordering::Relaxed),
+                k.failed.load(Ordering::Relaxed),
+            )
+        }),
     };
     let mut registry = Registry::with_prefix("scalws");
     registry.register_collector(Box::new(snapshot));
@@ -71,6 +79,8 @@ struct Snapshot {
     hash: String,
     /// Lines written, dropped and lost to write errors, when an access log is on.
     access_log: Option<(u64, u64, u64)>,
+    /// In sync, leader, translations applied and failed, when configured from Kubernetes.
+    kubernetes: Option<(bool, bool, u64, u64)>,
 }
 
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -266,6 +276,34 @@ impl Collector for Snapshot {
                 let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
                 let mut metric = metric;
                 metric.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+            }
+        }
+        if let Some((in_sync, leader, applied, failed)) = self.kubernetes {
+            for (name, help, value) in [
+                (
+                    "kubernetes_in_sync",
+                    "1 when every watch of the API server has listed and none is failing.",
+                    in_sync,
+                ),
+                (
+                    "kubernetes_leader",
+                    "1 on the replica that holds the Lease and writes status.",
+                    leader,
+                ),
+            ] {
+                let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+                metric.encode_gauge(&i64::from(value))?;
+            }
+            let mut family = encoder.encode_descriptor(
+                "kubernetes_translations",
+                "Translations of the cluster's resources, by result (applied, or failed and not applied).",
+                None,
+                MetricType::Counter,
+            )?;
+            for (result, count) in [("applied", applied), ("failed", failed)] {
+                family
+                    .encode_family(&[("result", result)])?
+                    .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
             }
         }
         Ok(())

@@ -18,6 +18,8 @@ pub enum Source {
     File(PathBuf),
     /// The embedded demo.
     Embedded,
+    /// A Kubernetes cluster (`--kubernetes`).
+    Kubernetes,
 }
 
 /// `--config FILE`, else `scalws.yaml` in the working directory, else the embedded demo.
@@ -34,6 +36,14 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
     match source {
         Source::File(path) => config::load_file(path),
         Source::Embedded => config::load("<embedded default>", DEFAULT_CONFIG, Path::new(".")),
+        // The controller translates its configurations itself (kubernetes::controller).
+        Source::Kubernetes => Err(ConfigErrors(vec![config::ConfigError {
+            file: "<kubernetes>".to_owned(),
+            line: 0,
+            column: 0,
+            path: String::new(),
+            message: "configured from the cluster, not from a file".to_owned(),
+        }])),
     }
 }
 
@@ -46,6 +56,13 @@ pub fn main(cli: Cli) -> ExitCode {
     init_logging();
     if let Some(crate::cli::Command::Translate(args)) = &cli.command {
         return crate::kubernetes::command::run(args);
+    }
+    if cli.controller.kubernetes {
+        let workers = cli.workers.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| n.get(),
+        );
+        return crate::kubernetes::controller::main(workers, &cli.controller);
     }
     let source = find_config(&cli);
     if cli.check {
@@ -65,6 +82,7 @@ pub fn main(cli: Cli) -> ExitCode {
                     match &source {
                         Source::File(path) => println!("{}: ok", path.display()),
                         Source::Embedded => println!("<embedded default>: ok"),
+                        Source::Kubernetes => println!("<kubernetes>: ok"),
                     }
                     ExitCode::SUCCESS
                 }
@@ -98,7 +116,7 @@ pub fn main(cli: Cli) -> ExitCode {
             );
         }
         tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
-        crate::serve::run(config, source).await
+        crate::serve::run(config, source, None).await
     })
 }
 
@@ -125,6 +143,7 @@ fn peek_workers(source: &Source) -> Option<usize> {
     let text = match source {
         Source::File(path) => std::fs::read_to_string(path).ok()?,
         Source::Embedded => DEFAULT_CONFIG.to_owned(),
+        Source::Kubernetes => return None,
     };
     let peek: Peek = serde_saphyr::from_str(&text).ok()?;
     peek.workers.filter(|w| *w > 0)

@@ -41,6 +41,28 @@ pub(crate) struct Shared {
     pub(crate) reloads_ok: AtomicU64,
     pub(crate) reloads_failed: AtomicU64,
     pub(crate) access_log: AccessLogs,
+    /// The Kubernetes controller's state, when configured from a cluster.
+    pub(crate) kubernetes: Option<Arc<crate::kubernetes::controller::State>>,
+}
+
+/// A configuration the Kubernetes controller translated, to apply as a reload.
+pub(crate) struct Update {
+    pub(crate) config: Config,
+    /// Whether it was applied (a listener address may not bind).
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<String, String>>,
+}
+
+/// What `run` needs from the Kubernetes controller.
+pub(crate) struct KubernetesLink {
+    pub(crate) updates: mpsc::Receiver<Update>,
+    pub(crate) state: Arc<crate::kubernetes::controller::State>,
+}
+
+async fn next_update(updates: &mut Option<mpsc::Receiver<Update>>) -> Option<Update> {
+    match updates {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The part of a loaded configuration the admin endpoints need.
@@ -61,7 +83,11 @@ pub(crate) const EXIT_RUNTIME: u8 = 1;
 
 /// Serves `config` until SIGTERM or SIGINT, reloading `source` on SIGHUP and
 /// `POST /reload`, then drains.
-pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
+pub(crate) async fn run(
+    config: Config,
+    source: Source,
+    kubernetes: Option<KubernetesLink>,
+) -> ExitCode {
     // First, so that a SIGHUP or SIGUSR1 sent while starting (whose default
     // action ends the process) is only queued.
     let mut signals = match Signals::new() {
@@ -97,7 +123,9 @@ pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
         reloads_ok: AtomicU64::new(0),
         reloads_failed: AtomicU64::new(0),
         access_log,
+        kubernetes: kubernetes.as_ref().map(|k| k.state.clone()),
     });
+    let mut updates = kubernetes.map(|k| k.updates);
     let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadRequest>(8);
     let admin = match config.admin {
         None => None,
@@ -126,6 +154,9 @@ pub(crate) async fn run(config: Config, source: Source) -> ExitCode {
             Some(reply) = reload_rx.recv() => {
                 tracing::info!("POST /reload received: reloading");
                 let _ = reply.send(reloader.reload(&mut running).await);
+            }
+            Some(update) = next_update(&mut updates) => {
+                let _ = update.reply.send(reloader.apply_update(update.config, &mut running).await);
             }
             _ = signals.usr1.recv() => {
                 tracing::info!("SIGUSR1 received: reopening the access log");
@@ -189,10 +220,18 @@ impl Reloader {
     }
 
     async fn try_reload(&mut self, running: &mut Running<Served>) -> Result<String, String> {
-        let Source::File(path) = &self.source else {
-            return Err(
-                "reload failed: serving the embedded default configuration; there is no file to reload (start with --config FILE)".into(),
-            );
+        let path = match &self.source {
+            Source::File(path) => path,
+            Source::Embedded => {
+                return Err(
+                    "reload failed: serving the embedded default configuration; there is no file to reload (start with --config FILE)".into(),
+                );
+            }
+            Source::Kubernetes => {
+                return Err(
+                    "reload failed: configured from Kubernetes; changes in the cluster apply as they happen".into(),
+                );
+            }
         };
         // Off the runtime's workers: the load reads files and certificates
         // and resolves host names, which block; requests go on meanwhile.
@@ -209,6 +248,19 @@ impl Reloader {
                 path.display()
             )
         })?;
+        let message = format!(
+            "reloaded {} (sha256 {})",
+            path.display(),
+            &next.hash[..12.min(next.hash.len())]
+        );
+        self.apply(next, running).await?;
+        Ok(message)
+    }
+
+    /// Serves `next` from now on: the gateway is swapped, the listeners
+    /// reconfigured (or, if that fails, the old gateway put back and an error
+    /// returned), and `next` becomes the configuration in use.
+    async fn apply(&mut self, next: Config, running: &mut Running<Served>) -> Result<(), String> {
         let replaced = self.gateway.store(next.gateway.clone());
         if let Err(error) = running
             .reconfigure(&next.listeners, next.limits.clone())
@@ -227,13 +279,33 @@ impl Reloader {
             hash: next.hash.clone(),
             carried: next.carried.clone(),
         }));
-        let message = format!(
-            "reloaded {} (sha256 {})",
-            path.display(),
-            &next.hash[..12.min(next.hash.len())]
-        );
         self.current = next;
-        Ok(message)
+        Ok(())
+    }
+
+    /// Applies a configuration the Kubernetes controller translated.
+    async fn apply_update(
+        &mut self,
+        next: Config,
+        running: &mut Running<Served>,
+    ) -> Result<String, String> {
+        let hash = next.hash[..12.min(next.hash.len())].to_owned();
+        let result = self
+            .apply(next, running)
+            .await
+            .map(|()| format!("applied the configuration from Kubernetes (sha256 {hash})"));
+        self.shared.metrics.prune();
+        match &result {
+            Ok(message) => {
+                self.shared.reloads_ok.fetch_add(1, Ordering::Relaxed);
+                tracing::info!("{message}");
+            }
+            Err(message) => {
+                self.shared.reloads_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("{message}");
+            }
+        }
+        result
     }
 
     /// Settings a reload does not apply: said once, so nobody believes otherwise.

@@ -33,6 +33,7 @@
 mod backends;
 pub mod check;
 pub mod command;
+pub mod controller;
 pub mod document;
 mod gateway;
 mod hosts;

@@ -1,6 +1,7 @@
 //! Starts the gateway a YAML file describes, in-process, on loopback ports.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod apiserver;
 pub mod cluster;
 pub mod process;
 

@@ -86,6 +86,52 @@ impl Scalwsd {
         }
     }
 
+    /// Starts scalwsd with `args` and `envs` in `dir`, and waits until every
+    /// address in `ready` accepts connections.
+    pub async fn spawn(
+        dir: tempfile::TempDir,
+        args: &[String],
+        envs: &[(&str, String)],
+        ready: &[SocketAddr],
+    ) -> Self {
+        let stderr = File::create(dir.path().join("stderr.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let config = dir.path().join("scalws.yaml");
+        let mut server = Self {
+            child,
+            dir,
+            config,
+            admin: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("scalwsd exited at start ({status}):\n{}", server.logs());
+            }
+            let mut all = true;
+            for addr in ready {
+                all &= TcpStream::connect(addr).await.is_ok();
+            }
+            if all {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "scalwsd did not start listening within 30 s:\n{}",
+                server.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

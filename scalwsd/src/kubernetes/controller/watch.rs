@@ -1,0 +1,243 @@
+//! Reflectors over every kind the translation reads: each keeps a store of
+//! its objects, relists after a 410 Gone or a broken watch (with backoff),
+//! and says when it has listed everything once and whether it is in sync.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::StreamExt;
+use gateway_api::apis::standard::gatewayclasses::GatewayClass;
+use gateway_api::apis::standard::gateways::Gateway;
+use gateway_api::apis::standard::httproutes::HttpRoute;
+use gateway_api::apis::standard::referencegrants::ReferenceGrant;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use crate::kubernetes::Resources;
+
+/// One kind's watch: whether it has listed once, and whether its watch is healthy.
+#[derive(Default)]
+struct Health {
+    listed: AtomicBool,
+    failing: AtomicBool,
+}
+
+/// A store per kind (per namespace for namespaced kinds when `--namespace` is given).
+pub(crate) struct Watches {
+    gateway_classes: Vec<Store<GatewayClass>>,
+    gateways: Vec<Store<Gateway>>,
+    http_routes: Vec<Store<HttpRoute>>,
+    reference_grants: Vec<Store<ReferenceGrant>>,
+    reference_grants_v1beta1: Vec<Store<DynamicObject>>,
+    ingresses: Vec<Store<Ingress>>,
+    ingress_classes: Vec<Store<IngressClass>>,
+    services: Vec<Store<Service>>,
+    endpoint_slices: Vec<Store<EndpointSlice>>,
+    secrets: Vec<Store<Secret>>,
+    namespaces: Vec<Store<Namespace>>,
+    health: Vec<Arc<Health>>,
+    /// Woken on every change of any store.
+    pub(crate) changed: Arc<Notify>,
+}
+
+impl Watches {
+    /// Starts every watch on `client`: cluster-wide, or in `namespaces` only.
+    pub(crate) fn start(client: &Client, namespaces: &[String]) -> Self {
+        let mut w = Self {
+            gateway_classes: Vec::new(),
+            gateways: Vec::new(),
+            http_routes: Vec::new(),
+            reference_grants: Vec::new(),
+            reference_grants_v1beta1: Vec::new(),
+            ingresses: Vec::new(),
+            ingress_classes: Vec::new(),
+            services: Vec::new(),
+            endpoint_slices: Vec::new(),
+            secrets: Vec::new(),
+            namespaces: Vec::new(),
+            health: Vec::new(),
+            changed: Arc::new(Notify::new()),
+        };
+        let all = watcher::Config::default();
+        // Only TLS Secrets are read; the API server filters the rest out.
+        let tls = watcher::Config::default().fields("type=kubernetes.io/tls");
+        let cluster = |c: &Client| c.clone();
+        let scopes: Vec<Option<&str>> = if namespaces.is_empty() {
+            vec![None]
+        } else {
+            namespaces.iter().map(|n| Some(n.as_str())).collect()
+        };
+        let store = w.watch(Api::<GatewayClass>::all(cluster(client)), all.clone());
+        w.gateway_classes.push(store);
+        let store = w.watch(Api::<IngressClass>::all(cluster(client)), all.clone());
+        w.ingress_classes.push(store);
+        let store = w.watch(Api::<Namespace>::all(cluster(client)), all.clone());
+        w.namespaces.push(store);
+        let v1beta1 = ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "gateway.networking.k8s.io",
+            "v1beta1",
+            "ReferenceGrant",
+        ));
+        for scope in scopes {
+            let c = client.clone();
+            let s = w.watch(scoped::<Gateway>(&c, scope), all.clone());
+            w.gateways.push(s);
+            let s = w.watch(scoped::<HttpRoute>(&c, scope), all.clone());
+            w.http_routes.push(s);
+            let s = w.watch(scoped::<ReferenceGrant>(&c, scope), all.clone());
+            w.reference_grants.push(s);
+            let api = match scope {
+                Some(ns) => Api::<DynamicObject>::namespaced_with(c.clone(), ns, &v1beta1),
+                None => Api::<DynamicObject>::all_with(c.clone(), &v1beta1),
+            };
+            let s = w.watch_with(api, all.clone(), v1beta1.clone());
+            w.reference_grants_v1beta1.push(s);
+            let s = w.watch(scoped::<Ingress>(&c, scope), all.clone());
+            w.ingresses.push(s);
+            let s = w.watch(scoped::<Service>(&c, scope), all.clone());
+            w.services.push(s);
+            let s = w.watch(scoped::<EndpointSlice>(&c, scope), all.clone());
+            w.endpoint_slices.push(s);
+            let s = w.watch(scoped::<Secret>(&c, scope), tls.clone());
+            w.secrets.push(s);
+        }
+        w
+    }
+
+    fn watch<K>(&mut self, api: Api<K>, config: watcher::Config) -> Store<K>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+    {
+        self.watch_with(api, config, K::DynamicType::default())
+    }
+
+    fn watch_with<K>(
+        &mut self,
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic: K::DynamicType,
+    ) -> Store<K>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Send + Sync,
+    {
+        let writer = reflector::store::Writer::new(dynamic);
+        let store = writer.as_reader();
+        let health = Arc::new(Health::default());
+        self.health.push(health.clone());
+        let changed = self.changed.clone();
+        let kind = std::any::type_name::<K>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("?")
+            .to_owned();
+        // The watcher relists on 410 Gone and whenever a watch ends; the
+        // backoff spaces out reconnections while the API server is away.
+        let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(watcher::Event::InitDone) => {
+                        health.listed.store(true, Ordering::Relaxed);
+                        health.failing.store(false, Ordering::Relaxed);
+                        changed.notify_one();
+                    }
+                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                        health.failing.store(false, Ordering::Relaxed);
+                        changed.notify_one();
+                    }
+                    Err(error) => {
+                        if !health.failing.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(kind = %kind, %error, "watch failed; retrying, serving the last good configuration");
+                        }
+                        changed.notify_one();
+                    }
+                }
+            }
+        });
+        store
+    }
+
+    /// Every kind has been listed at least once.
+    pub(crate) fn listed(&self) -> bool {
+        self.health.iter().all(|h| h.listed.load(Ordering::Relaxed))
+    }
+
+    /// Listed, and no watch is failing now.
+    pub(crate) fn in_sync(&self) -> bool {
+        self.health
+            .iter()
+            .all(|h| h.listed.load(Ordering::Relaxed) && !h.failing.load(Ordering::Relaxed))
+    }
+
+    /// What the stores hold now.
+    pub(crate) fn snapshot(&self) -> Resources {
+        fn all<K>(stores: &[Store<K>]) -> Vec<K>
+        where
+            K: Resource + Clone + 'static,
+            K::DynamicType: Eq + Hash + Clone,
+        {
+            stores
+                .iter()
+                .flat_map(|s| s.state())
+                .map(|k| (*k).clone())
+                .collect()
+        }
+        let mut grants = all(&self.reference_grants);
+        // v1beta1 objects are the same objects as v1 where both are served;
+        // those only served as v1beta1 are read through the v1 type.
+        for object in all(&self.reference_grants_v1beta1) {
+            let key = (
+                object.metadata.namespace.clone(),
+                object.metadata.name.clone(),
+            );
+            if grants
+                .iter()
+                .any(|g| (g.metadata.namespace.clone(), g.metadata.name.clone()) == key)
+            {
+                continue;
+            }
+            let mut value = serde_json::to_value(&object).unwrap_or_default();
+            value["apiVersion"] = "gateway.networking.k8s.io/v1".into();
+            match serde_json::from_value::<ReferenceGrant>(value) {
+                Ok(grant) => grants.push(grant),
+                Err(error) => tracing::warn!(?key, %error, "ReferenceGrant v1beta1 cannot be read"),
+            }
+        }
+        Resources {
+            gateway_classes: all(&self.gateway_classes),
+            gateways: all(&self.gateways),
+            http_routes: all(&self.http_routes),
+            reference_grants: grants,
+            ingresses: all(&self.ingresses),
+            ingress_classes: all(&self.ingress_classes),
+            services: all(&self.services),
+            endpoint_slices: all(&self.endpoint_slices),
+            secrets: all(&self.secrets),
+            namespaces: all(&self.namespaces),
+        }
+    }
+}
+
+fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
