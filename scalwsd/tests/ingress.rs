@@ -273,3 +273,56 @@ async fn ingress_without_class_is_ours_when_the_default_class_is() {
         "the old annotation",
     );
 }
+
+#[tokio::test]
+async fn classes_of_other_controllers_and_a_gateway_on_the_same_port() {
+    let (mut text, _servers) = services().await;
+    // `scalws` is an IngressClass of another controller here: not ours, even though it is --class.
+    text = text.replace(
+        "spec: { controller: scalws.io/ingress-controller }",
+        "spec: { controller: example.com/other }",
+    );
+    text.push_str(&ingress("theirs", &format!("  ingressClassName: scalws\n  rules: [{{ host: theirs.example, http: {{ paths: [{}] }} }}]\n", path("Prefix", "/", "foo-prefix"))));
+    text.push_str("\n---\napiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: { name: ours }\nspec: { controller: scalws.io/ingress-controller }\n");
+    text.push_str(&ingress(
+        "mine",
+        &format!(
+            "  ingressClassName: ours\n  defaultBackend: {{ service: {{ name: echo-service, port: {{ number: 8080 }} }} }}\n  rules: [{{ host: mine.example, http: {{ paths: [{}] }} }}]\n",
+            path("Exact", "/exact", "foo-exact")
+        ),
+    ));
+    text.push_str(&ingress(
+        "younger-default",
+        "  ingressClassName: ours\n  defaultBackend: { service: { name: foo-prefix, port: { number: 8080 } } }\n",
+    ));
+    // A Gateway listener without a hostname on port 80 owns every other host there.
+    text.push_str("\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: { name: scalws }\nspec: { controllerName: scalws.io/gateway-controller }\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: { name: web, namespace: ingress }\nspec: { gatewayClassName: scalws, listeners: [{ name: http, port: 80, protocol: HTTP }] }\n");
+    let served = serve(&text, &[80]);
+    let addr = served.ports[&80];
+    expect(
+        &get(addr, "theirs.example", "/").await,
+        Err(404),
+        "another controller's class",
+    );
+    expect(
+        &get(addr, "mine.example", "/exact").await,
+        Ok("foo-exact"),
+        "ours",
+    );
+    expect(
+        &get(addr, "mine.example", "/other").await,
+        Ok("echo-service"),
+        "the oldest default backend",
+    );
+    expect(
+        &get(addr, "unknown.example", "/").await,
+        Err(404),
+        "the Gateway's listener answers other hosts",
+    );
+    assert!(served.status.contains("Ingress ingress/younger-default: defaultBackend not used: the older Ingress ingress/mine has one"), "{}", served.status);
+    assert!(
+        !served.status.contains("ingress/theirs"),
+        "{}",
+        served.status
+    );
+}

@@ -48,12 +48,17 @@ fn assert_lines(status: &str, lines: &[String]) {
 
 #[test]
 fn invalid_tls_configurations_are_invalid_certificate_refs() {
+    let ca = test_support::tls::TestCa::new();
+    let (cert, _) = ca.issue_pem(&["a.example"]);
+    let (_, other_key) = ca.issue_pem(&["b.example"]);
     let docs = [
         https_gateway("nonexistent-secret", "{ name: nonexistent-certificate }"),
         https_gateway("unsupported-group", "{ group: wrong.group.company.io, kind: Secret, name: tls-validity-checks-certificate }"),
         https_gateway("unsupported-kind", "{ group: \"\", kind: WrongKind, name: tls-validity-checks-certificate }"),
         https_gateway("malformed-secret", "{ name: malformed-certificate }"),
         secret("gateway-conformance-infra", "malformed-certificate", "Hello world", "Hello world"),
+        https_gateway("mismatched-key", "{ name: mismatched }"),
+        secret("gateway-conformance-infra", "mismatched", &cert, &other_key),
         "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: { name: not-ours, namespace: gateway-conformance-infra }\nspec: { gatewayClassName: other, listeners: [{ name: http, port: 80, protocol: HTTP }] }\n".to_owned(),
     ];
     let status = status_of(&docs.join("---\n"));
@@ -216,6 +221,11 @@ fn route_kinds_attached_routes_and_conflicts() {
             "[]",
         ),
         route("to-tcp", "[{ name: tcp, sectionName: tcp }]", "[]"),
+        route(
+            "twice",
+            "[{ name: supported-and-invalid-route-kind, sectionName: http }, { name: supported-and-invalid-route-kind, port: 8082 }]",
+            "[]",
+        ),
     ];
     let status = status_of(&docs.join("---\n"));
     let at = |gw: &str| format!("Gateway gateway-conformance-infra/{gw}");

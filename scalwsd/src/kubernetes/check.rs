@@ -91,7 +91,12 @@ fn refuse(translation: &mut Translation, app: usize, route: usize, message: &str
                 if route.namespace != origin.namespace || route.name != origin.name {
                     continue;
                 }
-                for parent in &mut route.parents {
+                // Only where the route is accepted: a refusing parent's status stands.
+                let accepted = route
+                    .parents
+                    .iter_mut()
+                    .filter(|p| p.conditions.first().is_some_and(|c| c.status));
+                for parent in accepted {
                     match parent
                         .conditions
                         .iter_mut()

@@ -61,11 +61,21 @@ pub fn run(args: &TranslateArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_INPUT);
     }
-    if let Err(error) = write_certificates(&translation) {
-        eprintln!("scalwsd translate: {error}");
-        return ExitCode::from(EXIT_INPUT);
-    }
-    // Checked as `scalwsd --check` will, so what is printed serves.
+    // Checked as `scalwsd --check` will (the certificates from memory), so
+    // what is printed serves; nothing is written unless it does.
+    let inputs = Inputs {
+        files: translation
+            .certificates
+            .iter()
+            .flat_map(|c| {
+                [
+                    (c.files.cert.clone().into(), c.cert.clone()),
+                    (c.files.key.clone().into(), c.key.clone()),
+                ]
+            })
+            .collect(),
+        allow_no_listeners: false,
+    };
     let checked = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -75,7 +85,7 @@ pub fn run(args: &TranslateArgs) -> ExitCode {
                 &mut translation,
                 Path::new("."),
                 &Carried::default(),
-                &Inputs::default(),
+                &inputs,
             )
         }),
         Err(error) => {
@@ -83,6 +93,12 @@ pub fn run(args: &TranslateArgs) -> ExitCode {
             return ExitCode::from(EXIT_INPUT);
         }
     };
+    if checked.is_ok()
+        && let Err(error) = write_certificates(&translation)
+    {
+        eprintln!("scalwsd translate: {error}");
+        return ExitCode::from(EXIT_INPUT);
+    }
     match checked {
         Ok((_, yaml)) => {
             eprint!("{}", translation.status);
@@ -127,11 +143,16 @@ fn write_certificates(translation: &Translation) -> Result<(), String> {
 }
 
 fn write_file(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     if private {
         options.mode(0o600);
     }
-    options.open(path)?.write_all(bytes)
+    let mut file = options.open(path)?;
+    if private {
+        // `mode` applies to a new file only; a key written before keeps no wider access.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(bytes)
 }

@@ -17,12 +17,24 @@ const HTTP_PORT: u16 = 80;
 const HTTPS_PORT: u16 = 443;
 
 impl Translator<'_> {
-    fn ingress_is_ours(
-        &self,
-        ingress: &Ingress,
-        classes: &HashSet<&str>,
-        default_ours: bool,
-    ) -> bool {
+    /// Whether an Ingress naming `class` (or none) is ours: an IngressClass
+    /// of that name decides by its controller; a name with no IngressClass is
+    /// ours when it is `--class`.
+    fn class_is_ours(&self, class: &str) -> bool {
+        match self
+            .resources
+            .ingress_classes
+            .iter()
+            .find(|c| name(&c.metadata) == class)
+        {
+            Some(c) => {
+                c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(INGRESS_CONTROLLER)
+            }
+            None => class == self.options.ingress_class,
+        }
+    }
+
+    fn ingress_is_ours(&self, ingress: &Ingress, default_ours: bool) -> bool {
         let class = ingress
             .spec
             .as_ref()
@@ -36,34 +48,28 @@ impl Translator<'_> {
                     .map(String::as_str)
             });
         match class {
-            Some(class) => classes.contains(class) || class == self.options.ingress_class,
+            Some(class) => self.class_is_ours(class),
             None => default_ours,
         }
     }
 
     pub(crate) fn ingresses(&mut self) {
         let resources = self.resources;
-        let classes: HashSet<&str> = resources
-            .ingress_classes
-            .iter()
-            .filter(|c| {
-                c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(INGRESS_CONTROLLER)
-            })
-            .map(|c| name(&c.metadata))
-            .collect();
         let default_ours = resources.ingress_classes.iter().any(|c| {
             c.metadata
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get("ingressclass.kubernetes.io/is-default-class"))
                 .is_some_and(|v| v == "true")
-                && (classes.contains(name(&c.metadata))
-                    || name(&c.metadata) == self.options.ingress_class)
+                && self.class_is_ours(name(&c.metadata))
         });
+        // Applications the Gateway API made keep their own 404 for what no
+        // route matches; the Ingress default backend is not theirs.
+        let gateway_apps: HashSet<(u16, String)> = self.apps.keys().cloned().collect();
         let mut ingresses: Vec<&Ingress> = resources
             .ingresses
             .iter()
-            .filter(|i| self.ingress_is_ours(i, &classes, default_ours))
+            .filter(|i| self.ingress_is_ours(i, default_ours))
             .collect();
         if ingresses.is_empty() {
             return;
@@ -124,15 +130,23 @@ impl Translator<'_> {
             })
             .collect();
 
-        let mut default_backend: Option<Route> = None;
+        let mut default_backend: Option<(String, Route)> = None;
         let mut patterns: Vec<String> = Vec::new();
         for (ingress, status) in ingresses.iter().zip(&mut statuses) {
             let ns = namespace(&ingress.metadata);
             let Some(spec) = &ingress.spec else { continue };
-            if default_backend.is_none()
-                && let Some(backend) = &spec.default_backend
-            {
-                default_backend = Some(self.ingress_route(ns, backend, Match::default(), status));
+            if let Some(backend) = &spec.default_backend {
+                match &default_backend {
+                    None => {
+                        default_backend = Some((
+                            format!("{ns}/{}", name(&ingress.metadata)),
+                            self.ingress_route(ns, backend, Match::default(), status),
+                        ));
+                    }
+                    Some((owner, _)) => status.problems.push(format!(
+                        "defaultBackend not used: the older Ingress {owner} has one, and there is one default"
+                    )),
+                }
             }
             for (i, rule) in spec.rules.iter().flatten().enumerate() {
                 let pattern = ingress_pattern(rule.host.as_deref());
@@ -168,13 +182,17 @@ impl Translator<'_> {
                 }
             }
         }
-        if let Some(fallback) = default_backend {
+        if let Some((_, fallback)) = default_backend {
             if !patterns.iter().any(|p| p == "*") {
                 patterns.push("*".to_owned());
             }
             for &port in &ports {
                 for pattern in &patterns {
-                    let app = self.apps.entry((port, pattern.clone())).or_default();
+                    let key = (port, pattern.clone());
+                    if gateway_apps.contains(&key) {
+                        continue;
+                    }
+                    let app = self.apps.entry(key).or_default();
                     app.fallback.get_or_insert_with(|| fallback.clone());
                 }
             }
