@@ -46,6 +46,26 @@ fn host_lookup(c: &mut Criterion) {
         group.bench_function(name, |b| b.iter(|| table.get(black_box(host))));
     }
     group.finish();
+
+    // A Kubernetes-sized table: 10,000 hosts, as 5,000 exact names and
+    // 5,000 `**.` suffixes (Gateway API wildcards), on one listener.
+    let mut builder = HostTableBuilder::new();
+    for i in 0..5_000 {
+        let exact = HostPattern::parse(&format!("svc{i}.ns{}.example.com", i % 50)).unwrap();
+        builder.insert(exact, "app", i).unwrap();
+        let wildcard = HostPattern::parse(&format!("**.team{i}.example.org")).unwrap();
+        builder.insert(wildcard, "app", 5_000 + i).unwrap();
+    }
+    let table = builder.build();
+    let mut group = c.benchmark_group("host_lookup_10000");
+    for (name, host) in [
+        ("exact", "svc4242.ns42.example.com"),
+        ("any_labels", "a.b.team4242.example.org"),
+        ("miss", "nowhere.invalid"),
+    ] {
+        group.bench_function(name, |b| b.iter(|| table.get(black_box(host))));
+    }
+    group.finish();
 }
 
 fn route_match(c: &mut Criterion) {

@@ -1,4 +1,4 @@
-//! `scalwsd --kubernetes` against a fake API server (tests/support/apiserver.rs)
+//! `scalwsd --kubernetes` against a fake API server (test-support's `apiserver`)
 //! that a real kube client talks to over HTTP on 127.0.0.1: the first list,
 //! changes applied through the reload path, an EndpointSlice change with no
 //! request failing, a relist after 410 Gone, an API server that goes away,
@@ -10,9 +10,9 @@ mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use support::apiserver::FakeApiServer;
 use support::cluster::{echo, get};
 use support::process::{Scalwsd, free_addrs};
+use test_support::apiserver::FakeApiServer;
 
 const NS: &str = "apps";
 

@@ -4,6 +4,7 @@
 //! user would do and see.
 #![allow(missing_docs, unreachable_pub, clippy::unwrap_used)]
 
+pub mod apiserver;
 pub mod tls;
 pub mod upstream;
 

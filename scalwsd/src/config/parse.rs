@@ -4,14 +4,27 @@ use super::error::{ConfigError, did_you_mean};
 use super::schema::File;
 
 /// Parses the document; on failure, the one error serde stopped at.
+///
+/// The parser's default budget (250,000 nodes, a million events) is raised:
+/// a configuration that `scalwsd translate` or the controller makes from a
+/// large cluster (10,000 routes) passes it several times over. Anchors and
+/// aliases keep their limits, which are what stop a YAML bomb.
 pub(crate) fn parse(file_name: &str, text: &str) -> Result<File, ConfigError> {
     let mut path = String::new();
-    let parsed = serde_saphyr::with_deserializer_from_str(text, |deserializer| {
-        serde_path_to_error::deserialize::<_, File>(deserializer).map_err(|error| {
-            path = error.path().to_string();
-            error.into_inner()
-        })
-    });
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_nodes: 50_000_000,
+            max_events: 200_000_000,
+            max_total_scalar_bytes: 1 << 30,
+        },
+    };
+    let parsed =
+        serde_saphyr::with_deserializer_from_str_with_options(text, options, |deserializer| {
+            serde_path_to_error::deserialize::<_, File>(deserializer).map_err(|error| {
+                path = error.path().to_string();
+                error.into_inner()
+            })
+        });
     parsed.map_err(|error| {
         let (line, column) = error
             .location()
@@ -89,6 +102,22 @@ mod tests {
             "applications[0].name"
         );
         assert_eq!(clean_path("."), "");
+    }
+
+    #[test]
+    fn a_generated_file_larger_than_the_parsers_default_budget_parses() {
+        // 30,000 routes: about 270,000 nodes, past serde-saphyr's default
+        // 250,000, as `scalwsd translate` makes of a large cluster.
+        let mut text = String::from(
+            "listeners: [{ name: http, address: 127.0.0.1:0 }]\napplications:\n  - name: a\n    domains: [a.example]\n    routes:\n",
+        );
+        for i in 0..30_000 {
+            text.push_str(&format!(
+                "      - {{ path: /p{i}, respond: {{ status: 200, body: x }} }}\n"
+            ));
+        }
+        let file = parse("big.yaml", &text).expect("parses");
+        assert_eq!(file.applications[0].value.routes.len(), 30_000);
     }
 
     #[test]

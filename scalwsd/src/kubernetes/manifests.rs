@@ -307,26 +307,14 @@ impl Document<'_> {
         item: Option<usize>,
     ) -> Result<T, ManifestError> {
         let prefix = item.map(|i| format!("items[{i}].")).unwrap_or_default();
-        let typed: T = if item.is_none() && !self.json {
-            let mut path = String::new();
-            let parsed = serde_saphyr::with_deserializer_from_str(self.chunk, |deserializer| {
-                serde_path_to_error::deserialize::<_, T>(deserializer).map_err(|error| {
-                    path = error.path().to_string();
-                    error.into_inner()
-                })
-            });
-            parsed.map_err(|e| {
-                let (line, column) = position(&e);
-                let at = if path.is_empty() || path == "." {
-                    String::new()
-                } else {
-                    format!("{path}: ")
-                };
-                self.error(line, column, format!("{at}{}", message(&e)))
-            })?
-        } else {
-            serde_path_to_error::deserialize(value.clone())
-                .map_err(|e| self.error(1, 1, format!("{prefix}{}: {}", e.path(), e.inner())))?
+        // From the parsed value (one YAML parse per document); only when that
+        // fails is the document parsed again, typed, for the error's line.
+        let typed: T = match serde_path_to_error::deserialize(value.clone()) {
+            Ok(typed) => typed,
+            Err(e) if item.is_none() && !self.json => {
+                return Err(self.located::<T>(&format!("{}: {}", e.path(), e.inner())));
+            }
+            Err(e) => return Err(self.error(1, 1, format!("{prefix}{}: {}", e.path(), e.inner()))),
         };
         let back = serde_json::to_value(&typed).map_err(|e| self.error(1, 1, e.to_string()))?;
         if let Some(path) = unknown_field(value, &back, String::new()) {
@@ -339,6 +327,30 @@ impl Document<'_> {
             ));
         }
         Ok(typed)
+    }
+
+    /// The error of parsing this document's YAML as `T`, with its line and
+    /// column (`fallback`, at the document's start, if that parse succeeds).
+    fn located<T: DeserializeOwned>(&self, fallback: &str) -> ManifestError {
+        let mut path = String::new();
+        let parsed = serde_saphyr::with_deserializer_from_str(self.chunk, |deserializer| {
+            serde_path_to_error::deserialize::<_, T>(deserializer).map_err(|error| {
+                path = error.path().to_string();
+                error.into_inner()
+            })
+        });
+        match parsed {
+            Ok(_) => self.error(1, 1, fallback.to_owned()),
+            Err(e) => {
+                let (line, column) = position(&e);
+                let at = if path.is_empty() || path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
+                self.error(line, column, format!("{at}{}", message(&e)))
+            }
+        }
     }
 
     /// The line and column of the first `key:` in the document, else its start.
@@ -382,7 +394,7 @@ fn unknown_field(original: &Value, back: &Value, path: String) -> Option<String>
                 format!("{path}.{k}")
             };
             match b.get(k) {
-                None if !v.is_null() && !is_empty(v) => Some(here),
+                None if !v.is_null() => Some(here),
                 None => None,
                 Some(w) => unknown_field(v, w, here),
             }
@@ -394,11 +406,6 @@ fn unknown_field(original: &Value, back: &Value, path: String) -> Option<String>
             .find_map(|(i, (v, w))| unknown_field(v, w, format!("{path}[{i}]"))),
         _ => None,
     }
-}
-
-/// `{}` and `[]`, which typed values may leave out without losing anything.
-fn is_empty(v: &Value) -> bool {
-    matches!(v, Value::Object(m) if m.is_empty()) || matches!(v, Value::Array(a) if a.is_empty())
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! Starts the gateway a YAML file describes, in-process, on loopback ports.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-pub mod apiserver;
 pub mod cluster;
 pub mod process;
 

@@ -4,7 +4,6 @@
 //! that end, status merge patches, and Leases (get, create, replace with
 //! optimistic concurrency). No API server can run on our machines; this one
 //! speaks the same protocol for what the controller uses.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
