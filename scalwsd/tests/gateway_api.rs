@@ -1579,3 +1579,26 @@ async fn unsupported_filters_and_matches_answer_500_and_leave_the_rest_serving()
         "partly-unsupported parent gateway-conformance-infra/same-namespace: Accepted=True"
     ));
 }
+
+#[tokio::test]
+async fn conflicting_routes_go_to_the_oldest_then_by_name() {
+    let backends = Backends::start().await;
+    let route_at = |name: &str, created: &str, b: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{ name: {name}, namespace: gateway-conformance-infra, creationTimestamp: \"{created}\" }}\nspec:\n  parentRefs: [{{ name: same-namespace }}]\n  hostnames: [conflict.example]\n  rules: [{{ matches: [{{ path: {{ type: PathPrefix, value: /same }} }}], backendRefs: {} }}]\n",
+            backend(b)
+        )
+    };
+    let docs = [
+        route_at("aa-newer", "2026-01-02T00:00:00Z", "infra-backend-v1"),
+        route_at("zz-older", "2026-01-01T00:00:00Z", "infra-backend-v2"),
+        route_at("mm-older-too", "2026-01-01T00:00:00Z", "infra-backend-v3"),
+    ];
+    let served = serve(&manifests(&backends, &docs.join("\n---\n")), &[80]);
+    // The oldest two tie on age: namespace/name decides, so mm before zz.
+    expect(&get(served.ports[&80], "conflict.example", "/same").await, Ok("infra-backend-v3"), "oldest, then by name");
+    for route in ["aa-newer", "zz-older", "mm-older-too"] {
+        let line = format!("HTTPRoute gateway-conformance-infra/{route} parent gateway-conformance-infra/same-namespace: Accepted=True");
+        assert!(served.status.contains(&line), "{line}\n{}", served.status);
+    }
+}
