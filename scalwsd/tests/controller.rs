@@ -22,7 +22,7 @@ fn base() -> String {
 apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: { name: scalws }\nspec: { controllerName: scalws.io/gateway-controller }
 ---
 apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: { name: web, namespace: apps }
-spec: { gatewayClassName: scalws, listeners: [{ name: http, port: 80, protocol: HTTP }] }
+spec: { gatewayClassName: scalws, listeners: [{ name: http, port: 80, protocol: HTTP }, { name: clash, port: 8080, protocol: HTTP }] }
 ---
 apiVersion: v1\nkind: Service\nmetadata: { name: echo, namespace: apps }\nspec: { ports: [{ name: http, port: 8080 }] }
 ---
@@ -63,6 +63,10 @@ async fn controller(
         &admin.to_string(),
         "--listen",
         &format!("80={http}"),
+        // Gateway port 8080 goes to the admin listener's address: it must be
+        // left out (and reported), not take the controller down.
+        "--listen",
+        &format!("8080={admin}"),
         "--publish",
         "192.0.2.10",
     ]
@@ -100,6 +104,8 @@ async fn the_controller_follows_the_cluster() {
     let api = FakeApiServer::start().await;
     let one = echo(NS, "one").await;
     let two = echo(NS, "two").await;
+    // A cluster without the v1beta1 ReferenceGrant API: read as empty.
+    api.hide("/apis/gateway.networking.k8s.io/v1beta1");
     api.apply(&format!("{}{}", base(), slice(&[one.addr])));
     let [http, admin, http_b, admin_b] = free_addrs::<4>();
     let server = controller(&api, http, admin, "replica-a").await;
@@ -141,6 +147,21 @@ async fn the_controller_follows_the_cluster() {
         serde_json::json!({ "type": "IPAddress", "value": "192.0.2.10" })
     );
     assert_eq!(gateway["status"]["listeners"][0]["attachedRoutes"], 1);
+    let clash = gateway["status"]["listeners"][1]["conditions"][0].clone();
+    assert_eq!(
+        (
+            clash["type"].as_str(),
+            clash["status"].as_str(),
+            clash["reason"].as_str()
+        ),
+        (Some("Accepted"), Some("False"), Some("PortUnavailable")),
+        "{clash}"
+    );
+    let accepted = gateway["status"]["conditions"][0].clone();
+    assert_eq!(
+        (accepted["status"].as_str(), accepted["reason"].as_str()),
+        (Some("True"), Some("ListenersNotValid"))
+    );
     let lease = api
         .object("Lease", "scalws-system", "scalws-controller")
         .unwrap();

@@ -1596,9 +1596,15 @@ async fn conflicting_routes_go_to_the_oldest_then_by_name() {
     ];
     let served = serve(&manifests(&backends, &docs.join("\n---\n")), &[80]);
     // The oldest two tie on age: namespace/name decides, so mm before zz.
-    expect(&get(served.ports[&80], "conflict.example", "/same").await, Ok("infra-backend-v3"), "oldest, then by name");
+    expect(
+        &get(served.ports[&80], "conflict.example", "/same").await,
+        Ok("infra-backend-v3"),
+        "oldest, then by name",
+    );
     for route in ["aa-newer", "zz-older", "mm-older-too"] {
-        let line = format!("HTTPRoute gateway-conformance-infra/{route} parent gateway-conformance-infra/same-namespace: Accepted=True");
+        let line = format!(
+            "HTTPRoute gateway-conformance-infra/{route} parent gateway-conformance-infra/same-namespace: Accepted=True"
+        );
         assert!(served.status.contains(&line), "{line}\n{}", served.status);
     }
 }

@@ -210,3 +210,48 @@ fn bad_manifests_exit_2_with_their_place() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn two_ports_bound_at_one_address_leave_the_second_out() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gw.yaml"),
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: { name: scalws }\nspec: { controllerName: scalws.io/gateway-controller }
+---
+apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: { name: web, namespace: apps }
+spec: { gatewayClassName: scalws, listeners: [{ name: http, port: 80, protocol: HTTP }, { name: clash, port: 8080, protocol: HTTP }] }
+",
+    )
+    .unwrap();
+    let [addr] = free_addrs::<1>();
+    let out = scalwsd(
+        &[
+            "translate",
+            "--listen",
+            &format!("80={addr}"),
+            "--listen",
+            &format!("8080={addr}"),
+            "gw.yaml",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Gateway apps/web listener clash: Accepted=False (PortUnavailable): port 8080 is not served: address"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Gateway apps/web listener http: Programmed=True"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Gateway apps/web: Accepted=True (ListenersNotValid)"),
+        "{stderr}"
+    );
+    let yaml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        yaml.contains("http-80") && !yaml.contains("http-8080"),
+        "{yaml}"
+    );
+}

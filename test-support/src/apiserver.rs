@@ -61,6 +61,8 @@ struct State {
     pub patches: Vec<(String, Value)>,
     /// Requests received: "METHOD path?query".
     pub requests: Vec<String>,
+    /// Path prefixes answered 404, as for an API that is not installed.
+    hidden: Vec<String>,
 }
 
 /// The server; stops with the test's runtime.
@@ -248,6 +250,12 @@ impl FakeApiServer {
         }
     }
 
+    /// Answers 404 under `prefix` (`/apis/gateway.networking.k8s.io/v1beta1`),
+    /// as an API server does for a group or version that is not installed.
+    pub fn hide(&self, prefix: &str) {
+        self.state.lock().unwrap().hidden.push(prefix.to_owned());
+    }
+
     pub fn object(&self, kind: &str, ns: &str, name: &str) -> Option<Value> {
         let (_, plural, namespaced) = kind_info(kind);
         let ns = if namespaced {
@@ -288,6 +296,13 @@ impl FakeApiServer {
             state.requests.push(format!("{method} {}", req.uri()));
             if state.unreachable {
                 return status(503, "ServiceUnavailable", "the fake API server is down");
+            }
+            if state.hidden.iter().any(|h| path.starts_with(h.as_str())) {
+                return status(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                );
             }
         }
         let body = req

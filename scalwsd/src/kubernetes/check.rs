@@ -42,6 +42,17 @@ pub fn load(
                         replaced |= refuse(translation, app, route, &error.message);
                     }
                 }
+                // Listeners last: leaving one out renumbers the applications.
+                let mut listeners: Vec<(usize, &str)> = errors
+                    .0
+                    .iter()
+                    .filter_map(|e| Some((listener_of(&e.path)?, e.message.as_str())))
+                    .collect();
+                listeners.sort_by_key(|l| std::cmp::Reverse(l.0));
+                listeners.dedup_by_key(|l| l.0);
+                for (index, message) in listeners {
+                    replaced |= refuse_listener(translation, index, message);
+                }
                 if !replaced {
                     return Err(errors);
                 }
@@ -50,6 +61,88 @@ pub fn load(
     }
     let yaml = to_yaml(translation);
     config::load_with(FILE_NAME, &yaml, base, previous, inputs).map(|config| (config, yaml))
+}
+
+/// `listeners[2]...` -> `2`.
+fn listener_of(path: &str) -> Option<usize> {
+    let rest = path.strip_prefix("listeners[")?;
+    rest.split_once(']')?.0.parse().ok()
+}
+
+/// Leaves listener `index` out (with the applications only it serves), and
+/// says so in the status of the Gateway listeners and Ingresses on its port:
+/// one port that cannot be served (bound twice, the admin listener's) never
+/// keeps the rest of the cluster from being served.
+pub fn refuse_listener(translation: &mut Translation, index: usize, message: &str) -> bool {
+    if index >= translation.document.listeners.len() {
+        return false;
+    }
+    let listener = translation.document.listeners.remove(index);
+    translation
+        .document
+        .applications
+        .retain(|a| a.listeners.iter().any(|l| *l != listener.name));
+    let port: i32 = listener
+        .name
+        .rsplit('-')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let text = format!("port {port} is not served: {message}");
+    for gateway in &mut translation.status.gateways {
+        let mut hit = false;
+        for l in gateway.listeners.iter_mut().filter(|l| l.port == port) {
+            hit = true;
+            l.conditions
+                .retain(|c| c.kind != "Accepted" && c.kind != "Programmed");
+            l.conditions.insert(
+                0,
+                Condition::new("Programmed", false, "Invalid", text.clone()),
+            );
+            l.conditions.insert(
+                0,
+                Condition::new("Accepted", false, "PortUnavailable", text.clone()),
+            );
+        }
+        let unprogrammed = |l: &&crate::kubernetes::status::ListenerStatus| {
+            l.conditions
+                .iter()
+                .any(|c| c.kind == "Programmed" && !c.status)
+        };
+        if hit {
+            let invalid = gateway.listeners.iter().filter(unprogrammed).count();
+            gateway.conditions = if invalid == gateway.listeners.len() {
+                vec![
+                    Condition::new(
+                        "Accepted",
+                        false,
+                        "ListenersNotValid",
+                        "no listener is valid",
+                    ),
+                    Condition::new("Programmed", false, "Invalid", "no listener is valid"),
+                ]
+            } else {
+                vec![
+                    Condition::new(
+                        "Accepted",
+                        true,
+                        "ListenersNotValid",
+                        format!(
+                            "{invalid} of {} listeners are not valid",
+                            gateway.listeners.len()
+                        ),
+                    ),
+                    Condition::ok("Programmed"),
+                ]
+            };
+        }
+    }
+    if port == 80 || port == 443 {
+        for ingress in &mut translation.status.ingresses {
+            ingress.problems.push(text.clone());
+        }
+    }
+    true
 }
 
 /// `applications[3].routes[1]...` -> `(3, 1)`.

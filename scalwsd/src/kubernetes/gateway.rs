@@ -495,6 +495,7 @@ impl Translator<'_> {
         for l in listeners {
             statuses[l.gateway].listeners.push(ListenerStatus {
                 name: l.spec.name.clone(),
+                port: l.spec.port,
                 attached_routes: l.attached,
                 supported_kinds: if l.takes_routes {
                     vec![HTTP_ROUTE]

@@ -79,6 +79,8 @@ pub struct GatewayStatus {
 pub struct ListenerStatus {
     /// The listener's name.
     pub name: String,
+    /// Its port (the one clients see).
+    pub port: i32,
     /// Routes attached to it.
     pub attached_routes: i32,
     /// The route kinds it takes (`HTTPRoute`, or none).

@@ -80,7 +80,8 @@ async fn try_hold(api: &Api<Lease>, name: &str, identity: &str) -> Result<bool, 
         };
     };
     let spec = lease.spec.clone().unwrap_or_default();
-    let holder = spec.holder_identity.as_deref();
+    // An empty holder is a released Lease.
+    let holder = spec.holder_identity.as_deref().filter(|h| !h.is_empty());
     let expired = spec.renew_time.as_ref().is_none_or(|renewed| {
         let duration = i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS));
         renewed

@@ -16,7 +16,7 @@ mod leader;
 mod watch;
 mod write;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -88,7 +88,15 @@ async fn run(args: ControllerArgs) -> ExitCode {
     let identity = std::env::var("POD_NAME")
         .ok()
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("scalwsd-{}", std::process::id()));
+        // In a container every process is pid 1: the host name tells replicas apart.
+        .unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_default();
+            format!(
+                "scalwsd-{host}-{}-{}",
+                std::process::id(),
+                fastrand_suffix()
+            )
+        });
     let lease_namespace = args
         .lease_namespace
         .clone()
@@ -122,10 +130,11 @@ async fn run(args: ControllerArgs) -> ExitCode {
     let mut translator = Translator {
         options,
         carried: Carried::default(),
+        reserved: [args.admin].into_iter().collect(),
         admin: args.admin,
     };
     let resources = watches.snapshot();
-    let (config, translation) = match translator.load(&resources) {
+    let (config, translation) = match translator.load(resources.clone()).await {
         Ok(loaded) => loaded,
         Err(errors) => {
             eprintln!("{errors}");
@@ -147,8 +156,11 @@ async fn run(args: ControllerArgs) -> ExitCode {
         leadership,
         updates: tx,
         controller_name: args.translation.controller_name.clone(),
+        applied: fingerprint(&translation),
+        last: (resources, translation),
+        written_as_leader: false,
     };
-    tokio::spawn(controller.run(resources, translation));
+    tokio::spawn(controller.run());
     crate::serve::run(
         config,
         Source::Kubernetes,
@@ -157,17 +169,64 @@ async fn run(args: ControllerArgs) -> ExitCode {
     .await
 }
 
+/// A few random hex digits, from the time the process started.
+fn fastrand_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{nanos:08x}")
+}
+
+#[derive(Clone)]
 struct Translator {
     options: Options,
     /// What the configuration in use carries (pools, caches, counters).
     carried: Carried,
+    /// Addresses no listener may take: the admin listener's, and those that
+    /// could not be bound.
+    reserved: HashSet<SocketAddr>,
     admin: SocketAddr,
 }
 
 impl Translator {
-    /// Translates and loads `resources`; certificates stay in memory.
-    fn load(&self, resources: &super::Resources) -> Result<(Config, Translation), ConfigErrors> {
+    /// Translates and loads `resources` on the blocking pool (a large
+    /// cluster takes a second or more, which must not hold up a worker that
+    /// serves requests); certificates stay in memory.
+    async fn load(
+        &self,
+        resources: super::Resources,
+    ) -> Result<(Config, Translation), ConfigErrors> {
+        let me = self.clone();
+        match tokio::task::spawn_blocking(move || me.load_now(&resources)).await {
+            Ok(loaded) => loaded,
+            Err(error) => Err(ConfigErrors(vec![crate::config::ConfigError {
+                file: check::FILE_NAME.to_owned(),
+                line: 0,
+                column: 0,
+                path: String::new(),
+                message: format!("the translation did not finish: {error}"),
+            }])),
+        }
+    }
+
+    fn load_now(
+        &self,
+        resources: &super::Resources,
+    ) -> Result<(Config, Translation), ConfigErrors> {
         let mut translation = translate(resources, &self.options);
+        // Listeners on a reserved address are left out (and reported) first.
+        while let Some(index) = translation.document.listeners.iter().position(|l| {
+            l.address
+                .parse()
+                .is_ok_and(|a: SocketAddr| self.reserved.contains(&a))
+        }) {
+            let why = if translation.document.listeners[index].address == self.admin.to_string() {
+                "its address is the admin listener's"
+            } else {
+                "its address cannot be bound"
+            };
+            check::refuse_listener(&mut translation, index, why);
+        }
         let files: HashMap<PathBuf, Vec<u8>> = translation
             .certificates
             .iter()
@@ -182,13 +241,24 @@ impl Translator {
             files,
             allow_no_listeners: true,
         };
-        let (mut config, yaml) =
+        let (mut config, _) =
             check::load(&mut translation, Path::new("/"), &self.carried, &inputs)?;
         config.admin = Some(self.admin);
-        // The hash names the translated document, as for a file.
-        let _ = yaml;
         Ok((config, translation))
     }
+}
+
+/// What a translation serves: its YAML and its certificates. Two equal
+/// fingerprints serve the same; the second is not applied.
+fn fingerprint(translation: &Translation) -> Vec<u8> {
+    let mut bytes = check::to_yaml(translation).into_bytes();
+    for c in &translation.certificates {
+        bytes.extend_from_slice(&c.cert);
+        bytes.extend_from_slice(&c.key);
+    }
+    ring::digest::digest(&ring::digest::SHA256, &bytes)
+        .as_ref()
+        .to_vec()
 }
 
 struct Controller {
@@ -199,54 +269,64 @@ struct Controller {
     leadership: leader::Leadership,
     updates: mpsc::Sender<Update>,
     controller_name: String,
+    /// The fingerprint of the translation being served.
+    applied: Vec<u8>,
+    /// The resources and translation being served, for status.
+    last: (super::Resources, Translation),
+    /// Status was written since this replica became the leader.
+    written_as_leader: bool,
 }
 
 impl Controller {
-    async fn run(mut self, first: super::Resources, translation: Translation) {
-        // Status of the first translation, once this replica knows whether it leads.
-        let mut pending = Some((first, translation));
+    async fn run(mut self) {
         loop {
-            if let Some((resources, translation)) = pending.take() {
-                self.write_status(&resources, &translation).await;
+            // Status of what is served, when this replica leads and has not
+            // written it yet (at start, after a take-over, after a change).
+            let leader = self.leadership.is_leader();
+            self.state.leader.store(leader, Ordering::Relaxed);
+            if !leader {
+                self.written_as_leader = false;
+            } else if !self.written_as_leader {
+                let (resources, translation) = &self.last;
+                let written = write::write(
+                    &self.client,
+                    &self.controller_name,
+                    resources,
+                    &translation.status,
+                )
+                .await;
+                if written > 0 {
+                    tracing::debug!(written, "status written");
+                }
+                self.written_as_leader = true;
             }
-            // A change, or a look at the Lease every few seconds.
+            // A change, or every few seconds a look at the Lease and the API server.
             let woke =
                 tokio::time::timeout(Duration::from_secs(3), self.watches.changed.notified())
                     .await
                     .is_ok();
+            if !woke {
+                self.watches.probe(&self.client).await;
+            }
             self.state
                 .in_sync
                 .store(self.watches.in_sync(), Ordering::Relaxed);
-            self.state
-                .leader
-                .store(self.leadership.is_leader(), Ordering::Relaxed);
             if !woke {
                 continue;
             }
             tokio::time::sleep(DEBOUNCE).await;
-            let resources = self.watches.snapshot();
-            match self.translator.load(&resources) {
-                Ok((config, translation)) => {
-                    let carried = config.carried.clone();
-                    let (reply, answer) = oneshot::channel();
-                    if self.updates.send(Update { config, reply }).await.is_err() {
-                        return; // Shutting down.
-                    }
-                    match answer.await {
-                        Ok(Ok(_)) => {
-                            self.translator.carried = carried;
-                            self.state.applied.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(Err(message)) => {
-                            self.state.failed.fetch_add(1, Ordering::Relaxed);
-                            tracing::error!(
-                                "the cluster's configuration was not applied: {message}"
-                            );
-                        }
-                        Err(_) => return,
-                    }
-                    pending = Some((resources, translation));
-                }
+            if !self.apply(self.watches.snapshot()).await {
+                return; // Shutting down.
+            }
+        }
+    }
+
+    /// Translates, loads and applies `resources`; a listener that cannot be
+    /// bound is left out and the rest tried again. False when serving has ended.
+    async fn apply(&mut self, resources: super::Resources) -> bool {
+        for _ in 0..3 {
+            let (config, translation) = match self.translator.load(resources.clone()).await {
+                Ok(loaded) => loaded,
                 Err(errors) => {
                     self.state.failed.fetch_add(1, Ordering::Relaxed);
                     for error in &errors.0 {
@@ -254,24 +334,50 @@ impl Controller {
                             "the cluster's resources do not translate to a valid configuration: {error}"
                         );
                     }
+                    return true;
                 }
+            };
+            let fingerprint = fingerprint(&translation);
+            if fingerprint == self.applied {
+                // The same configuration (a status write of ours, a relist):
+                // nothing to swap, but the status may still have to change.
+                self.written_as_leader &= translation.status == self.last.1.status;
+                self.last = (resources, translation);
+                return true;
+            }
+            let carried = config.carried.clone();
+            let (reply, answer) = oneshot::channel();
+            if self.updates.send(Update { config, reply }).await.is_err() {
+                return false;
+            }
+            match answer.await {
+                Ok(Ok(_)) => {
+                    self.translator.carried = carried;
+                    self.applied = fingerprint;
+                    self.state.applied.fetch_add(1, Ordering::Relaxed);
+                    self.last = (resources, translation);
+                    self.written_as_leader = false;
+                    return true;
+                }
+                Ok(Err(message)) => {
+                    self.state.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!("the cluster's configuration was not applied: {message}");
+                    // A listener address that would not bind: leave it out next time.
+                    let unbindable: Vec<SocketAddr> = translation
+                        .document
+                        .listeners
+                        .iter()
+                        .filter(|l| message.contains(&l.address))
+                        .filter_map(|l| l.address.parse().ok())
+                        .collect();
+                    if unbindable.is_empty() {
+                        return true;
+                    }
+                    self.translator.reserved.extend(unbindable);
+                }
+                Err(_) => return false,
             }
         }
-    }
-
-    async fn write_status(&self, resources: &super::Resources, translation: &Translation) {
-        if !self.leadership.is_leader() {
-            return;
-        }
-        let written = write::write(
-            &self.client,
-            &self.controller_name,
-            resources,
-            &translation.status,
-        )
-        .await;
-        if written > 0 {
-            tracing::debug!(written, "status written");
-        }
+        true
     }
 }

@@ -5,7 +5,8 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use gateway_api::apis::standard::gatewayclasses::GatewayClass;
@@ -24,11 +25,43 @@ use tokio::sync::Notify;
 
 use crate::kubernetes::Resources;
 
-/// One kind's watch: whether it has listed once, and whether its watch is healthy.
+/// One kind's watch: whether it has listed once, and when it last failed.
 #[derive(Default)]
 struct Health {
     listed: AtomicBool,
-    failing: AtomicBool,
+    /// Milliseconds since `EPOCH` of the last error; 0 = none since the last success.
+    failed_at: AtomicU64,
+}
+
+/// A watch counts as failing for this long after its last error: the
+/// watcher's backoff retries well within it, and a watch resumed without a
+/// relist brings no event to say it is healthy again.
+const FAILING_FOR: Duration = Duration::from_secs(40);
+
+static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+fn now_ms() -> u64 {
+    u64::try_from(EPOCH.elapsed().as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+impl Health {
+    fn failing(&self) -> bool {
+        let at = self.failed_at.load(Ordering::Relaxed);
+        at != 0
+            && now_ms().saturating_sub(at)
+                < u64::try_from(FAILING_FOR.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A list the API server answers 404: the kind (or this version of it) is
+/// not installed, so there is nothing of it to read.
+fn not_served(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404
+    )
 }
 
 /// A store per kind (per namespace for namespaced kinds when `--namespace` is given).
@@ -146,28 +179,64 @@ impl Watches {
         let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
+            let mut said_absent = false;
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(watcher::Event::InitDone) => {
                         health.listed.store(true, Ordering::Relaxed);
-                        health.failing.store(false, Ordering::Relaxed);
+                        health.failed_at.store(0, Ordering::Relaxed);
                         changed.notify_one();
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
                     Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
-                        health.failing.store(false, Ordering::Relaxed);
+                        health.failed_at.store(0, Ordering::Relaxed);
                         changed.notify_one();
                     }
+                    // Not installed (no Gateway API CRDs, no v1beta1 ReferenceGrant):
+                    // listed, and empty. The watcher keeps asking, so it is found
+                    // once installed.
+                    Err(error) if not_served(&error) => {
+                        if !said_absent {
+                            tracing::info!(kind = %kind, "not served by the API server; read as empty until it is");
+                            said_absent = true;
+                        }
+                        if !health.listed.swap(true, Ordering::Relaxed) {
+                            changed.notify_one();
+                        }
+                    }
+                    // Only the health changes: the stores did not, so nothing
+                    // is translated again.
                     Err(error) => {
-                        if !health.failing.swap(true, Ordering::Relaxed) {
+                        if !health.failing() {
                             tracing::warn!(kind = %kind, %error, "watch failed; retrying, serving the last good configuration");
                         }
-                        changed.notify_one();
+                        health.failed_at.store(now_ms(), Ordering::Relaxed);
                     }
                 }
             }
         });
         store
+    }
+
+    /// Asks the API server for one Namespace: if it answers, failures of the
+    /// watches from before the question are over (a watch that resumes
+    /// without relisting says nothing when it recovers).
+    pub(crate) async fn probe(&self, client: &Client) {
+        let asked = now_ms();
+        let api: Api<Namespace> = Api::all(client.clone());
+        if api
+            .list_metadata(&kube::api::ListParams::default().limit(1))
+            .await
+            .is_ok()
+        {
+            for h in &self.health {
+                let _ = h
+                    .failed_at
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |at| {
+                        (at <= asked).then_some(0)
+                    });
+            }
+        }
     }
 
     /// Every kind has been listed at least once.
@@ -179,7 +248,7 @@ impl Watches {
     pub(crate) fn in_sync(&self) -> bool {
         self.health
             .iter()
-            .all(|h| h.listed.load(Ordering::Relaxed) && !h.failing.load(Ordering::Relaxed))
+            .all(|h| h.listed.load(Ordering::Relaxed) && !h.failing())
     }
 
     /// What the stores hold now.
@@ -196,6 +265,10 @@ impl Watches {
                 .collect()
         }
         let mut grants = all(&self.reference_grants);
+        let seen: std::collections::HashSet<(Option<String>, Option<String>)> = grants
+            .iter()
+            .map(|g| (g.metadata.namespace.clone(), g.metadata.name.clone()))
+            .collect();
         // v1beta1 objects are the same objects as v1 where both are served;
         // those only served as v1beta1 are read through the v1 type.
         for object in all(&self.reference_grants_v1beta1) {
@@ -203,10 +276,7 @@ impl Watches {
                 object.metadata.namespace.clone(),
                 object.metadata.name.clone(),
             );
-            if grants
-                .iter()
-                .any(|g| (g.metadata.namespace.clone(), g.metadata.name.clone()) == key)
-            {
+            if seen.contains(&key) {
                 continue;
             }
             let mut value = serde_json::to_value(&object).unwrap_or_default();

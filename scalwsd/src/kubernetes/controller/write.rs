@@ -141,6 +141,11 @@ pub(crate) async fn write(
                 .find(|o| {
                     o.controller_name == controller
                         && o.parent_ref.name == p.name
+                        && o.parent_ref
+                            .namespace
+                            .as_deref()
+                            .unwrap_or(&route.namespace)
+                            == p.namespace
                         && o.parent_ref.section_name == p.section_name
                         && o.parent_ref.port == p.port
                 })
@@ -156,7 +161,37 @@ pub(crate) async fn write(
         let api: Api<HttpRoute> = Api::namespaced(client.clone(), &route.namespace);
         written += patch(&api, &route.name, to_value(&current.status), new).await;
     }
+    // Routes that no longer have a parent of ours keep no entry of ours.
+    for current in &resources.http_routes {
+        let Some(old) = &current.status else { continue };
+        let (ns, n) = (namespace(&current.metadata), name(&current.metadata));
+        if !old.parents.iter().any(|p| p.controller_name == controller)
+            || status
+                .routes
+                .iter()
+                .any(|r| r.namespace == ns && r.name == n)
+        {
+            continue;
+        }
+        let parents: Vec<&HttpRouteStatusParents> = old
+            .parents
+            .iter()
+            .filter(|p| p.controller_name != controller)
+            .collect();
+        let api: Api<HttpRoute> = Api::namespaced(client.clone(), ns);
+        written += patch(
+            &api,
+            n,
+            to_value(&current.status),
+            json!({ "parents": parents }),
+        )
+        .await;
+    }
     for ingress in &status.ingresses {
+        // Nothing published: the address is not ours to say (nor to clear).
+        if ingress.addresses.is_empty() {
+            continue;
+        }
         let Some(current) = resources.ingresses.iter().find(|i| {
             namespace(&i.metadata) == ingress.namespace && name(&i.metadata) == ingress.name
         }) else {
