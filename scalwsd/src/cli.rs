@@ -6,11 +6,14 @@
 //!                   [--class NAME] [--gateway-class NAME] [--controller-name NAME] PATH...
 //! ```
 
+#[cfg(feature = "kubernetes")]
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
+#[cfg(feature = "kubernetes")]
+use clap::{Args, Subcommand};
 
 /// ScalWS: a reverse proxy wired from a YAML file.
 #[derive(Debug, Parser)]
@@ -35,14 +38,17 @@ pub struct Cli {
     pub workers: Option<NonZeroUsize>,
 
     /// Configure from a Kubernetes cluster (Ingress and Gateway API) instead of a file.
+    #[cfg(feature = "kubernetes")]
     #[command(flatten)]
     pub controller: ControllerArgs,
 
     /// A subcommand instead of serving.
+    #[cfg(feature = "kubernetes")]
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+#[cfg(feature = "kubernetes")]
 /// `scalwsd --kubernetes ...`.
 #[derive(Clone, Debug, Args)]
 pub struct ControllerArgs {
@@ -87,6 +93,7 @@ pub struct ControllerArgs {
     pub translation: KubernetesArgs,
 }
 
+#[cfg(feature = "kubernetes")]
 /// `scalwsd SUBCOMMAND`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -95,6 +102,7 @@ pub enum Command {
     Translate(TranslateArgs),
 }
 
+#[cfg(feature = "kubernetes")]
 /// How Kubernetes resources become a configuration (`translate` and `--kubernetes`).
 #[derive(Clone, Debug, Args)]
 pub struct KubernetesArgs {
@@ -119,6 +127,7 @@ pub struct KubernetesArgs {
     pub controller_name: String,
 }
 
+#[cfg(feature = "kubernetes")]
 /// `scalwsd translate`.
 #[derive(Clone, Debug, Args)]
 pub struct TranslateArgs {
@@ -135,6 +144,7 @@ pub struct TranslateArgs {
     pub paths: Vec<PathBuf>,
 }
 
+#[cfg(feature = "kubernetes")]
 fn parse_listen(text: &str) -> Result<(u16, SocketAddr), String> {
     let (port, address) = text
         .split_once('=')

@@ -25,6 +25,7 @@ mod access_log;
 mod admin;
 pub mod cli;
 pub mod config;
+#[cfg(feature = "kubernetes")]
 pub mod kubernetes;
 mod metrics;
 pub mod run;

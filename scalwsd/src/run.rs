@@ -54,16 +54,17 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
 /// read from the file first, since the runtime needs it before anything else.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging();
+    #[cfg(feature = "kubernetes")]
     if let Some(crate::cli::Command::Translate(args)) = &cli.command {
         return crate::kubernetes::command::run(args);
     }
-    if cli.controller.kubernetes {
-        let workers = cli.workers.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |n| n.get(),
-        );
-        return crate::kubernetes::controller::main(workers, &cli.controller);
-    }
+    #[cfg(feature = "kubernetes")]
+    let source = if cli.controller.kubernetes {
+        Source::Kubernetes
+    } else {
+        find_config(&cli)
+    };
+    #[cfg(not(feature = "kubernetes"))]
     let source = find_config(&cli);
     if cli.check {
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -105,6 +106,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return runtime_failed(&error),
     };
+    #[cfg(feature = "kubernetes")]
+    if let Source::Kubernetes = source {
+        return runtime.block_on(crate::kubernetes::controller::run(cli.controller.clone()));
+    }
     runtime.block_on(async {
         let config = match load(&source) {
             Ok(config) => config,

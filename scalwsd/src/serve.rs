@@ -42,10 +42,25 @@ pub(crate) struct Shared {
     pub(crate) reloads_failed: AtomicU64,
     pub(crate) access_log: AccessLogs,
     /// The Kubernetes controller's state, when configured from a cluster.
-    pub(crate) kubernetes: Option<Arc<crate::kubernetes::controller::State>>,
+    pub(crate) kubernetes: Option<Arc<KubernetesState>>,
+}
+
+/// What the admin listener reports about the Kubernetes controller.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
+pub(crate) struct KubernetesState {
+    /// Every watch has listed and none is failing.
+    pub(crate) in_sync: std::sync::atomic::AtomicBool,
+    /// This replica holds the Lease.
+    pub(crate) leader: std::sync::atomic::AtomicBool,
+    /// Translations applied.
+    pub(crate) applied: AtomicU64,
+    /// Translations that could not be applied (the previous one serves on).
+    pub(crate) failed: AtomicU64,
 }
 
 /// A configuration the Kubernetes controller translated, to apply as a reload.
+#[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
 pub(crate) struct Update {
     pub(crate) config: Config,
     /// Whether it was applied (a listener address may not bind).
@@ -53,9 +68,10 @@ pub(crate) struct Update {
 }
 
 /// What `run` needs from the Kubernetes controller.
+#[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
 pub(crate) struct KubernetesLink {
     pub(crate) updates: mpsc::Receiver<Update>,
-    pub(crate) state: Arc<crate::kubernetes::controller::State>,
+    pub(crate) state: Arc<KubernetesState>,
 }
 
 async fn next_update(updates: &mut Option<mpsc::Receiver<Update>>) -> Option<Update> {
@@ -202,7 +218,12 @@ impl Reloader {
     /// (success or every error) is logged and returned for `POST /reload`.
     async fn reload(&mut self, running: &mut Running<Served>) -> Result<String, String> {
         let result = self.try_reload(running).await;
-        // Counters registered by a file that was refused, or by routes gone.
+        self.record(result)
+    }
+
+    /// Counts and logs the outcome of a reload or a Kubernetes update, and
+    /// drops the counters of routes it left behind (or of a refused file).
+    fn record(&self, result: Result<String, String>) -> Result<String, String> {
         self.shared.metrics.prune();
         match &result {
             Ok(message) => {
@@ -294,18 +315,7 @@ impl Reloader {
             .apply(next, running)
             .await
             .map(|()| format!("applied the configuration from Kubernetes (sha256 {hash})"));
-        self.shared.metrics.prune();
-        match &result {
-            Ok(message) => {
-                self.shared.reloads_ok.fetch_add(1, Ordering::Relaxed);
-                tracing::info!("{message}");
-            }
-            Err(message) => {
-                self.shared.reloads_failed.fetch_add(1, Ordering::Relaxed);
-                tracing::error!("{message}");
-            }
-        }
-        result
+        self.record(result)
     }
 
     /// Settings a reload does not apply: said once, so nobody believes otherwise.

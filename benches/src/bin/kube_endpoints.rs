@@ -5,7 +5,7 @@
 //! controller debounces changes by 100 ms, so that is the floor.
 //!
 //! ```text
-//! cargo build --release -p scalwsd -p scalws-benches
+//! cargo build --release -p scalwsd -p scalws-benches --features scalws-benches/kubernetes
 //! target/release/kube_endpoints [ROUNDS]      # SCALWSD=path to use another binary
 //! ```
 #![allow(missing_docs, clippy::unwrap_used)]

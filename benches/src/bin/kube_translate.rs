@@ -5,7 +5,7 @@
 //! controller does at every change.
 //!
 //! ```text
-//! cargo run --release -p scalws-benches --bin kube_translate [-- ROUTES HOSTS RUNS]
+//! cargo run --release -p scalws-benches --features kubernetes --bin kube_translate [-- ROUTES HOSTS RUNS]
 //! ```
 #![allow(missing_docs, clippy::unwrap_used)]
 

@@ -104,37 +104,8 @@ pub fn refuse_listener(translation: &mut Translation, index: usize, message: &st
                 Condition::new("Accepted", false, "PortUnavailable", text.clone()),
             );
         }
-        let unprogrammed = |l: &&crate::kubernetes::status::ListenerStatus| {
-            l.conditions
-                .iter()
-                .any(|c| c.kind == "Programmed" && !c.status)
-        };
         if hit {
-            let invalid = gateway.listeners.iter().filter(unprogrammed).count();
-            gateway.conditions = if invalid == gateway.listeners.len() {
-                vec![
-                    Condition::new(
-                        "Accepted",
-                        false,
-                        "ListenersNotValid",
-                        "no listener is valid",
-                    ),
-                    Condition::new("Programmed", false, "Invalid", "no listener is valid"),
-                ]
-            } else {
-                vec![
-                    Condition::new(
-                        "Accepted",
-                        true,
-                        "ListenersNotValid",
-                        format!(
-                            "{invalid} of {} listeners are not valid",
-                            gateway.listeners.len()
-                        ),
-                    ),
-                    Condition::ok("Programmed"),
-                ]
-            };
+            gateway.recount();
         }
     }
     if port == 80 || port == 443 {

@@ -506,35 +506,7 @@ impl Translator<'_> {
             });
         }
         for status in &mut statuses {
-            let invalid = status
-                .listeners
-                .iter()
-                .filter(|l| !l.conditions[1].status)
-                .count();
-            let total = status.listeners.len();
-            status.conditions = if invalid == 0 {
-                vec![Condition::ok("Accepted"), Condition::ok("Programmed")]
-            } else if invalid < total {
-                vec![
-                    Condition::new(
-                        "Accepted",
-                        true,
-                        "ListenersNotValid",
-                        format!("{invalid} of {total} listeners are not valid"),
-                    ),
-                    Condition::ok("Programmed"),
-                ]
-            } else {
-                vec![
-                    Condition::new(
-                        "Accepted",
-                        false,
-                        "ListenersNotValid",
-                        "no listener is valid",
-                    ),
-                    Condition::new("Programmed", false, "Invalid", "no listener is valid"),
-                ]
-            };
+            status.recount();
         }
         self.status.gateways = statuses;
     }

@@ -74,6 +74,46 @@ pub struct GatewayStatus {
     pub addresses: Vec<String>,
 }
 
+impl GatewayStatus {
+    /// The Gateway's own conditions, from its listeners': all programmed,
+    /// some (`Accepted=True (ListenersNotValid)`), or none.
+    pub(crate) fn recount(&mut self) {
+        let total = self.listeners.len();
+        let invalid = self
+            .listeners
+            .iter()
+            .filter(|l| {
+                l.conditions
+                    .iter()
+                    .any(|c| c.kind == "Programmed" && !c.status)
+            })
+            .count();
+        self.conditions = if invalid == 0 {
+            vec![Condition::ok("Accepted"), Condition::ok("Programmed")]
+        } else if invalid < total {
+            vec![
+                Condition::new(
+                    "Accepted",
+                    true,
+                    "ListenersNotValid",
+                    format!("{invalid} of {total} listeners are not valid"),
+                ),
+                Condition::ok("Programmed"),
+            ]
+        } else {
+            vec![
+                Condition::new(
+                    "Accepted",
+                    false,
+                    "ListenersNotValid",
+                    "no listener is valid",
+                ),
+                Condition::new("Programmed", false, "Invalid", "no listener is valid"),
+            ]
+        };
+    }
+}
+
 /// One listener of a Gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListenerStatus {

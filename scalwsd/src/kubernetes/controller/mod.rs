@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::cli::ControllerArgs;
 use crate::config::{Carried, Config, ConfigErrors, Inputs};
 use crate::run::Source;
-use crate::serve::{KubernetesLink, Update};
+use crate::serve::{KubernetesLink, KubernetesState, Update};
 
 use super::check;
 use super::translate::{Options, Translation, translate};
@@ -39,36 +39,9 @@ const SECRETS: &str = "/kubernetes/secrets";
 /// How long a change waits for the next one before it is translated.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// What the admin listener reports about the controller.
-#[derive(Debug, Default)]
-pub struct State {
-    /// Every watch has listed and none is failing.
-    pub in_sync: AtomicBool,
-    /// This replica holds the Lease.
-    pub leader: AtomicBool,
-    /// Translations applied.
-    pub applied: AtomicU64,
-    /// Translations that could not be applied (the previous one serves on).
-    pub failed: AtomicU64,
-}
-
-/// Runs the controller until SIGTERM or SIGINT; returns the exit status.
-pub fn main(workers: usize, args: &ControllerArgs) -> ExitCode {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build();
-    let runtime = match runtime {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("scalwsd: cannot start the runtime: {error}");
-            return ExitCode::from(crate::run::EXIT_RUNTIME);
-        }
-    };
-    runtime.block_on(run(args.clone()))
-}
-
-async fn run(args: ControllerArgs) -> ExitCode {
+/// Runs the controller until SIGTERM or SIGINT (inside the runtime `scalwsd`
+/// starts); returns the exit status.
+pub async fn run(args: ControllerArgs) -> ExitCode {
     let client = match kube::Client::try_default().await {
         Ok(client) => client,
         Err(error) => {
@@ -84,7 +57,7 @@ async fn run(args: ControllerArgs) -> ExitCode {
         ..args.translation.options(SECRETS.to_owned())
     };
     let watches = watch::Watches::start(&client, &args.namespace);
-    let state = Arc::new(State::default());
+    let state = Arc::new(KubernetesState::default());
     let identity = std::env::var("POD_NAME")
         .ok()
         .filter(|n| !n.is_empty())
@@ -265,7 +238,7 @@ struct Controller {
     client: kube::Client,
     watches: watch::Watches,
     translator: Translator,
-    state: Arc<State>,
+    state: Arc<KubernetesState>,
     leadership: leader::Leadership,
     updates: mpsc::Sender<Update>,
     controller_name: String,
