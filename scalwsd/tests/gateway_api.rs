@@ -706,15 +706,11 @@ async fn https_listeners_with_certificates_from_secrets() {
         "unknown-example.org",
         "*.wildcard.org",
     ]);
-    let indent = |pem: &str| {
-        pem.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
-    let secret = format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{ name: tls-validity-checks-certificate, namespace: gateway-conformance-infra }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
-        indent(&cert),
-        indent(&key)
+    let secret = support::cluster::tls_secret(
+        "gateway-conformance-infra",
+        "tls-validity-checks-certificate",
+        &cert,
+        &key,
     );
     let tls = "tls: { certificateRefs: [{ name: tls-validity-checks-certificate }] }";
     let docs = [
@@ -1233,23 +1229,26 @@ async fn redirects_host_status_path_port_and_scheme() {
     .concat();
     let ca = test_support::tls::TestCa::new();
     let (cert, key) = ca.issue_pem(&["example.org"]);
-    let indent = |pem: &str| {
-        pem.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
     let docs = format!(
         "{}
 ---
 {}
 ---
-apiVersion: v1\nkind: Secret\nmetadata: {{ name: cert, namespace: gateway-conformance-infra }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---
+{}---
 {}",
-        route("redirects", &rules).replace("[{ name: same-namespace }]", "[{ name: same-namespace }, { name: on-8080 }, { name: on-443 }]"),
-        gateway("on-8080", "    - { name: http, port: 8080, protocol: HTTP }\n"),
-        indent(&cert),
-        indent(&key),
-        gateway("on-443", "    - { name: https, port: 443, protocol: HTTPS, tls: { certificateRefs: [{ name: cert }] } }\n"),
+        route("redirects", &rules).replace(
+            "[{ name: same-namespace }]",
+            "[{ name: same-namespace }, { name: on-8080 }, { name: on-443 }]"
+        ),
+        gateway(
+            "on-8080",
+            "    - { name: http, port: 8080, protocol: HTTP }\n"
+        ),
+        support::cluster::tls_secret("gateway-conformance-infra", "cert", &cert, &key),
+        gateway(
+            "on-443",
+            "    - { name: https, port: 443, protocol: HTTPS, tls: { certificateRefs: [{ name: cert }] } }\n"
+        ),
     );
     let served = serve(&manifests(&backends, &docs), &[80, 8080, 443]);
     let http = served.ports[&80];

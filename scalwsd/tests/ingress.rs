@@ -141,15 +141,12 @@ async fn host_rules_with_tls_and_port_names() {
     let (mut text, _servers) = services().await;
     let ca = test_support::tls::TestCa::new();
     let (cert, key) = ca.issue_pem(&["foo.bar.com"]);
-    let indent = |pem: &str| {
-        pem.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
-    text.push_str(&format!(
-        "\n---\napiVersion: v1\nkind: Secret\nmetadata: {{ name: conformance-tls, namespace: ingress }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
-        indent(&cert),
-        indent(&key)
+    text.push_str("\n---\n");
+    text.push_str(&support::cluster::tls_secret(
+        "ingress",
+        "conformance-tls",
+        &cert,
+        &key,
     ));
     text.push_str(&ingress(
         "host-rules",

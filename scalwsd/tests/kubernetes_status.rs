@@ -6,7 +6,7 @@
 mod support;
 
 use scalwsd::kubernetes::{Options, Resources, manifests, translate};
-use support::cluster::{Backends, expect, get, serve};
+use support::cluster::{Backends, expect, get, serve, tls_secret};
 
 const HEAD: &str = "apiVersion: v1\nkind: Namespace\nmetadata: { name: gateway-conformance-infra }\n---\napiVersion: v1\nkind: Namespace\nmetadata: { name: gateway-conformance-web-backend }\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: { name: scalws }\nspec: { controllerName: scalws.io/gateway-controller }\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: { name: other }\nspec: { controllerName: example.com/other }\n";
 
@@ -21,19 +21,6 @@ fn status_of(yaml: &str) -> String {
 fn https_gateway(name: &str, certificate_ref: &str) -> String {
     format!(
         "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{ name: {name}, namespace: gateway-conformance-infra }}\nspec:\n  gatewayClassName: scalws\n  listeners: [{{ name: https, port: 443, protocol: HTTPS, allowedRoutes: {{ namespaces: {{ from: All }} }}, tls: {{ certificateRefs: [{certificate_ref}] }} }}]\n"
-    )
-}
-
-fn secret(ns: &str, name: &str, cert: &str, key: &str) -> String {
-    let indent = |pem: &str| {
-        pem.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{ name: {name}, namespace: {ns} }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
-        indent(cert),
-        indent(key)
     )
 }
 
@@ -56,9 +43,9 @@ fn invalid_tls_configurations_are_invalid_certificate_refs() {
         https_gateway("unsupported-group", "{ group: wrong.group.company.io, kind: Secret, name: tls-validity-checks-certificate }"),
         https_gateway("unsupported-kind", "{ group: \"\", kind: WrongKind, name: tls-validity-checks-certificate }"),
         https_gateway("malformed-secret", "{ name: malformed-certificate }"),
-        secret("gateway-conformance-infra", "malformed-certificate", "Hello world", "Hello world"),
+        tls_secret("gateway-conformance-infra", "malformed-certificate", "Hello world", "Hello world"),
         https_gateway("mismatched-key", "{ name: mismatched }"),
-        secret("gateway-conformance-infra", "mismatched", &cert, &other_key),
+        tls_secret("gateway-conformance-infra", "mismatched", &cert, &other_key),
         "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: { name: not-ours, namespace: gateway-conformance-infra }\nspec: { gatewayClassName: other, listeners: [{ name: http, port: 80, protocol: HTTP }] }\n".to_owned(),
     ];
     let status = status_of(&docs.join("---\n"));
@@ -136,7 +123,7 @@ fn secrets_in_other_namespaces_need_a_reference_grant() {
     ] {
         let mut all = vec![
             https_gateway("gateway-secret-reference-grant", cross),
-            secret(
+            tls_secret(
                 "gateway-conformance-web-backend",
                 "certificate",
                 &cert,
@@ -201,7 +188,7 @@ fn route_kinds_attached_routes_and_conflicts() {
             "zz-conflicting",
             "[{ name: https-on-80, port: 80, protocol: HTTPS, tls: { certificateRefs: [{ name: good }] } }]",
         ),
-        secret("gateway-conformance-infra", "good", &cert, &key),
+        tls_secret("gateway-conformance-infra", "good", &cert, &key),
         route("http-route-1", "[{ name: one-attached }]", "[]"),
         route("http-route-2", "[{ name: two-attached }]", "[]"),
         route("http-route-3", "[{ name: two-attached }]", "[]"),

@@ -130,6 +130,20 @@ endpoints: [{{ addresses: ["{ip}"], conditions: {{ ready: true }} }}]
     )
 }
 
+/// A `kubernetes.io/tls` Secret `ns/name` holding `cert` and `key` (PEM) as `stringData`.
+pub fn tls_secret(ns: &str, name: &str, cert: &str, key: &str) -> String {
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{ name: {name}, namespace: {ns} }}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
+        indent(cert),
+        indent(key)
+    )
+}
+
 /// An echo server: answers 200 with JSON `{backend, namespace, method, path,
 /// host, headers: {name: [values]}}`. `X-Echo-Set-Header: a:1,b:2` sets
 /// response headers; a `delay=1s` (or `500ms`) query parameter waits first.
