@@ -184,11 +184,11 @@ applications:
     let mut group = c.benchmark_group("gateway");
     group.bench_function("respond", |b| {
         b.to_async(&runtime)
-            .iter(|| gateway.handle(request("/respond")))
+            .iter(|| gateway.clone().oneshot(request("/respond")))
     });
     group.bench_function("proxy_in_process_upstream", |b| {
         b.to_async(&runtime).iter(|| async {
-            let response = gateway.handle(request("/proxy")).await.unwrap();
+            let response = gateway.clone().oneshot(request("/proxy")).await.unwrap();
             http_body_util::BodyExt::collect(response.into_body())
                 .await
                 .unwrap()

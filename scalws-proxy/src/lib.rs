@@ -1,64 +1,75 @@
 //! # scalws-proxy
 //!
-//! What answers a request, and the [`Gateway`] that composes every stage into
-//! one `tower::Service`.
+//! Every stage of a ScalWS request path as a tower `Service` or `Layer`, and
+//! the [`Gateway`] that composes them into one service (in the order
+//! `gateway/stack.rs` lists). Modules follow the request:
 //!
-//! - [`Respond`]: a fixed status, headers and body.
-//! - [`StaticFiles`]: files under a directory, with conditional requests,
-//!   ranges, and small files served from memory.
-//! - [`Proxy`]: forwards to an [`upstream::UpstreamPool`] (balancing, active
-//!   and passive health, retries, timeouts, pooled HTTP/1.1, HTTP/2 and TLS
-//!   connections), with header hygiene and upgrades.
-//! - [`Backends`]: a weighted split between proxies and fixed statuses.
-//! - [`Redirect`]: answers with a redirect (Gateway API `RequestRedirect`).
-//! - Route policies around an action, set on a [`Route`]: [`Rewrite`] (path
-//!   and host), [`HeaderModifier`] for request and response headers, and
-//!   `https_redirect` (also per [`Application`]).
-//! - [`Gateway`]: listener -> host -> path -> route -> [`Action`]; see
-//!   `gateway.rs` for the order.
+//! - [`access_log`], [`metrics`]: what observes ([`AccessLogLayer`](access_log::AccessLogLayer),
+//!   [`MetricsLayer`](metrics::MetricsLayer)).
+//! - [`Gateway`], [`SharedGateway`] (the reload slot), [`HostRouter`]
+//!   (host selection over services of your own).
+//! - [`Application`], [`RouteRouter`] (route selection over services of
+//!   your own).
+//! - [`Route`] and its policies, each a layer too: [`Rewrite`] and
+//!   [`RequestHeaders`] (as [`PolicyLayer`]s), [`HttpsRedirect`],
+//!   [`ResponseHeadersLayer`], [`TimeoutLayer`].
+//! - Actions, each a service: [`Respond`], [`Redirect`], [`StaticFiles`],
+//!   [`Proxy`], [`Backends`] (a weighted [`Split`]), and
+//!   [`Action::Service`] for a service of yours.
+//! - [`upstream::UpstreamPool`]: a balanced, health-checked client, a
+//!   `Service<Request<Body>>` of its own.
+//!
+//! The embedder's own layers go around everything (wrap the gateway),
+//! around one application ([`ApplicationBuilder::layer`]), around one route
+//! ([`Route::layer`]) and around the upstream call
+//! ([`Proxy::upstream_layer`]).
 //!
 //! ```
-//! use http::{Method, StatusCode};
+//! use http::{Method, Request, StatusCode, header};
+//! use scalws_core::Body;
 //! use scalws_proxy::{Action, Application, Gateway, Respond};
-//! use scalws_router::{PathMatch, RouteSpec};
+//! use scalws_router::RouteSpec;
+//! use tower::ServiceExt;
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let hello = Respond::new(StatusCode::OK, "hello\n");
 //! let site = Application::builder("site")
 //!     .domain("example.com")?
-//!     .route(RouteSpec {
-//!         path: PathMatch::Prefix("/".into()),
-//!         methods: None,
-//!         headers: vec![],
-//!         query: vec![],
-//!         target: Action::Respond(hello),
-//!     })?;
+//!     .route(RouteSpec::prefix("/", Action::Respond(hello)).methods([Method::GET]))?;
 //! let gateway = Gateway::builder().listener("http").application(site).build()?;
-//! # let _ = (gateway, Method::GET);
+//!
+//! let request = Request::get("/").header(header::HOST, "example.com").body(Body::empty())?;
+//! let response = gateway.oneshot(request).await?;
+//! assert_eq!(response.status(), StatusCode::OK);
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod access_log;
 mod action;
 mod application;
-mod backends;
 mod gateway;
-pub mod metrics;
-mod policy;
-mod proxy;
-mod respond;
-mod static_files;
+mod observe;
+mod route;
+mod service;
 pub mod upstream;
 
-pub use action::{Action, ActionFuture, Route};
-pub use application::{Application, ApplicationBuilder};
-pub use backends::{Backend, Backends};
-pub use gateway::{Gateway, GatewayBuilder, InvalidGateway, SharedGateway};
-pub use policy::{
-    HeaderModifier, InvalidHostName, InvalidPathModifier, NotARedirectStatus, PathModifier,
-    Redirect, Rewrite,
+pub use observe::{access_log, metrics};
+
+pub use action::{
+    Action, ActionFuture, Backend, Backends, InvalidStaticRoot, NotARedirectStatus, Proxy,
+    Redirect, Respond, Split, StaticFiles, StaticOptions,
 };
-pub use proxy::{Origin, Proxy};
-pub use respond::Respond;
-pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};
+pub use application::{
+    Application, ApplicationBuilder, NoRouteFor, RouteRouter, RouteRouterBuilder,
+};
+pub use gateway::{
+    Gateway, GatewayBuilder, HostRouter, HostRouterBuilder, InvalidGateway, InvalidHostRouter,
+    SharedGateway,
+};
+pub use route::{
+    HeaderModifier, HttpsRedirect, InvalidHostName, InvalidPathModifier, PathModifier, PolicyLayer,
+    PolicyService, RequestHeaders, RequestPolicy, ResponseHeaders, ResponseHeadersLayer, Rewrite,
+    Route, Timeout, TimeoutLayer,
+};
+pub use service::{HttpService, boxed};

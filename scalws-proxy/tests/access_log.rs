@@ -228,7 +228,6 @@ async fn proxied_lines_name_the_upstream_and_cache_status() {
     let site = Application::builder("site")
         .domain("*")
         .unwrap()
-        .cache(cache.clone())
         .route(route(
             "/cached",
             Action::Proxy(Proxy::new(pool(&upstream)).with_cache(&cache, "cached")),

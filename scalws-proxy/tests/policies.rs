@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
+use tower::ServiceExt;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, header};
@@ -73,7 +74,7 @@ fn get(host: &str, target: &str, conn: Option<ConnInfo>) -> Request<Body> {
 }
 
 async fn send(gateway: &Gateway, request: Request<Body>) -> Reply {
-    let response = gateway.handle(request).await.unwrap();
+    let response = gateway.clone().oneshot(request).await.unwrap();
     let (parts, body) = response.into_parts();
     Reply {
         status: parts.status,

@@ -274,7 +274,9 @@ applications:
         .body(scalws_core::Body::empty())
         .unwrap();
     request.extensions_mut().insert(conn);
-    let response = config.gateway.handle(request).await.unwrap();
+    let response = tower::ServiceExt::oneshot(config.gateway, request)
+        .await
+        .unwrap();
     assert_eq!(response.status(), 308);
     assert_eq!(response.headers()["location"], "https://a.test/p?q=1");
 }

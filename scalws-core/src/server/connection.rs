@@ -68,7 +68,7 @@ impl Current {
 
 pub(super) async fn accept_loop<S, B>(acceptor: Acceptor<S>)
 where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -109,15 +109,17 @@ where
                 phase: acceptor.phase.clone(),
                 idle_timeout: state.limits.tunnel_idle_timeout,
             });
+        let service = acceptor.service.clone();
         let mut edge = Edge {
-            service: acceptor.service.clone(),
             conn,
             activity,
             max_request_body: state.limits.max_request_body,
             alt_svc: state.alt_svc.clone(),
         };
         let Some(tls) = &current.tls else {
-            acceptor.connections.spawn(connection.serve(stream, edge));
+            acceptor
+                .connections
+                .spawn(connection.serve(stream, edge, service));
             continue;
         };
         let tls = tls.clone();
@@ -131,7 +133,7 @@ where
             };
             let sni = stream.get_ref().1.server_name().map(Arc::from);
             edge.conn.secure(sni, tls.certificates.clone());
-            connection.serve(stream, edge).await;
+            connection.serve(stream, edge, service).await;
         });
     }
 }
@@ -184,10 +186,10 @@ impl Connection {
     }
 
     /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end.
-    async fn serve<I, S, B>(self, io: I, edge: Edge<S>)
+    async fn serve<I, S, B>(self, io: I, edge: Edge, service: S)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send + 'static,
         B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -203,7 +205,8 @@ impl Connection {
         let edge = Arc::new(edge);
         let service = hyper::service::service_fn(move |request| {
             let edge = edge.clone();
-            async move { edge.handle(request).await }
+            let service = service.clone();
+            async move { edge.handle(service, request).await }
         });
         let connection = self.builder.serve_connection_with_upgrades(io, service);
         drive(connection, &activity, &self.limits, self.phase).await;

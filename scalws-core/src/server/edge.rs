@@ -16,8 +16,7 @@ use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
 
 /// Everything one connection's requests share.
-pub(crate) struct Edge<S> {
-    pub(crate) service: S,
+pub(crate) struct Edge {
     pub(crate) conn: ConnInfo,
     pub(crate) activity: Arc<Activity>,
     pub(crate) max_request_body: u64,
@@ -34,17 +33,20 @@ impl Drop for InFlight {
     }
 }
 
-impl<S, B> Edge<S>
-where
-    B: http_body::Body,
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send,
-{
-    pub(crate) async fn handle(
+impl Edge {
+    /// Answers one request with `service`, a clone of the connection's own:
+    /// the service need not be `Sync` (a `tower::util::BoxCloneService` is not).
+    pub(crate) async fn handle<S, B>(
         &self,
+        service: S,
         request: Request<Incoming>,
-    ) -> Result<Response<Either<B, Body>>, Infallible> {
+    ) -> Result<Response<Either<B, Body>>, Infallible>
+    where
+        B: http_body::Body,
+        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send,
+    {
         self.activity
             .request_started(request.version() == Version::HTTP_2);
         let _in_flight = InFlight(self.activity.clone());
@@ -59,7 +61,7 @@ where
         parts.extensions.insert(self.conn.clone());
         let request = Request::from_parts(parts, Body::incoming(body, self.max_request_body));
 
-        let call = self.service.clone().oneshot(request);
+        let call = service.oneshot(request);
         let mut response = match AssertUnwindSafe(call).catch_unwind().await {
             Ok(Ok(response)) => response.map(Either::Left),
             Ok(Err(error)) => failed(error.into()),

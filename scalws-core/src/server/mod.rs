@@ -126,7 +126,7 @@ impl Server {
     /// accepting, lets requests in flight finish for up to `drain_timeout`, and returns.
     pub async fn serve<S, B>(self, service: S, shutdown: impl Future<Output = ()>)
     where
-        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send + 'static,
         B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -141,7 +141,7 @@ impl Server {
     /// [`Running`] server can then be reconfigured and finally shut down.
     pub fn start<S, B>(self, service: S) -> Running<S>
     where
-        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send + 'static,
         B: http_body::Body<Data = Bytes> + Send + 'static,

@@ -161,7 +161,7 @@ impl<S> std::fmt::Debug for Running<S> {
 
 impl<S, B> Running<S>
 where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     B: http_body::Body<Data = Bytes> + Send + 'static,

@@ -253,6 +253,36 @@ impl UpstreamPool {
     }
 }
 
+/// The pool as a client: a balanced, health-checked, retrying
+/// `Service<Request<Body>>`. The response body streams; the address that
+/// answered is in the response's [`UpstreamAddress`](super::UpstreamAddress)
+/// extension. The request is sent as it is (see [`UpstreamPool::send`]): a
+/// proxy's header clean-up is the [`Proxy`](crate::Proxy)'s, not the pool's.
+impl tower::Service<Request<Body>> for UpstreamPool {
+    type Response = Response<Body>;
+    type Error = UpstreamError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, UpstreamError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), UpstreamError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let pool = self.clone();
+        Box::pin(async move {
+            let (response, address) = pool.send(request).await?;
+            let (mut parts, body) = response.into_parts();
+            parts.extensions.insert(super::UpstreamAddress(address));
+            Ok(Response::from_parts(parts, Body::incoming(body, u64::MAX)))
+        })
+    }
+}
+
 impl fmt::Debug for UpstreamPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UpstreamPool")

@@ -39,3 +39,60 @@ pub struct RouteSpec<T> {
     /// What the route leads to.
     pub target: T,
 }
+
+impl<T> RouteSpec<T> {
+    /// A route for paths under `prefix` (whole segments), any method.
+    pub fn prefix(prefix: impl Into<String>, target: T) -> Self {
+        Self::new(PathMatch::Prefix(prefix.into()), target)
+    }
+
+    /// A route for exactly `path`, any method.
+    pub fn exact(path: impl Into<String>, target: T) -> Self {
+        Self::new(PathMatch::Exact(path.into()), target)
+    }
+
+    /// A route for a [`matchit`] pattern such as `/users/{id}`, any method.
+    pub fn pattern(pattern: impl Into<String>, target: T) -> Self {
+        Self::new(PathMatch::Pattern(pattern.into()), target)
+    }
+
+    /// A route on `path` with no other condition.
+    pub fn new(path: PathMatch, target: T) -> Self {
+        Self {
+            path,
+            methods: None,
+            headers: Vec::new(),
+            query: Vec::new(),
+            target,
+        }
+    }
+
+    /// Only these methods match (an empty list is refused when the route is added).
+    pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
+        self.methods = Some(methods.into_iter().collect());
+        self
+    }
+
+    /// The request must carry header `name` with exactly `value`.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The query must carry parameter `name` equal to `value` (after decoding).
+    pub fn query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((name.into(), value.into()));
+        self
+    }
+
+    /// The same conditions, leading to `target` instead.
+    pub fn map<U>(self, target: impl FnOnce(T) -> U) -> RouteSpec<U> {
+        RouteSpec {
+            path: self.path,
+            methods: self.methods,
+            headers: self.headers,
+            query: self.query,
+            target: target(self.target),
+        }
+    }
+}

@@ -455,9 +455,6 @@ impl Compiler<'_> {
             .cache
             .as_ref()
             .and_then(|c| self.cache(&format!("{path}.cache"), name, c));
-        if let Some(cache) = &self.cache {
-            builder = builder.cache(cache.clone());
-        }
         if self.https_redirect(path, &app.https_redirect) {
             builder = builder.https_redirect(true);
         }

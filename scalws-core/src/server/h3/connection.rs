@@ -25,11 +25,12 @@ pub(super) const H3_NO_ERROR: u32 = 0x100;
 /// server drains (GOAWAY, then the requests in flight finish) or closes.
 pub(super) async fn serve<S, B>(
     incoming: quinn::Incoming,
-    listener: Arc<Listener<S>>,
+    listener: Arc<Listener>,
+    service: S,
     mut phase: watch::Receiver<Phase>,
     _permit: ConnectionPermit,
 ) where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -74,7 +75,6 @@ pub(super) async fn serve<S, B>(
         }
     };
     let edge = Arc::new(Edge {
-        service: listener.service.clone(),
         conn,
         limits: limits.clone(),
     });
@@ -111,7 +111,7 @@ pub(super) async fn serve<S, B>(
         tokio::select! {
             accepted = h3.accept() => match accepted {
                 Ok(Some(resolver)) => {
-                    requests.spawn(edge.clone().serve(resolver));
+                    requests.spawn(edge.clone().serve(service.clone(), resolver));
                 }
                 // The client sent GOAWAY and its requests are answered.
                 Ok(None) => break,

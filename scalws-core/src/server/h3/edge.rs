@@ -21,23 +21,22 @@ use crate::{Body, ConnInfo};
 pub(super) type Resolver = ::h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
 
 /// Everything one connection's requests share.
-pub(super) struct Edge<S> {
-    pub(super) service: S,
+pub(super) struct Edge {
     pub(super) conn: ConnInfo,
     pub(super) limits: Arc<Limits>,
 }
 
-impl<S, B> Edge<S>
-where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send,
-    B: http_body::Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+impl Edge {
     /// Reads the request head, answers it, and streams the response back.
     /// Every error ends this stream only.
-    pub(super) async fn serve(self: Arc<Self>, resolver: Resolver) {
+    pub(super) async fn serve<S, B>(self: Arc<Self>, service: S, resolver: Resolver)
+    where
+        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send,
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
         let head =
             tokio::time::timeout(self.limits.header_read_timeout, resolver.resolve_request()).await;
         let (request, stream) = match head {
@@ -55,18 +54,25 @@ where
         let (send, recv) = stream.split();
         let mut response_stream = ResponseStream::new(send);
         let is_head = request.method() == Method::HEAD;
-        let response = self.respond(request, recv).await;
+        let response = self.respond(service, request, recv).await;
         let (response, with_body) = without_forbidden_body(response, is_head);
         if let Err(error) = response_stream.send(response, with_body).await {
             tracing::debug!(%error, "HTTP/3 response not sent whole");
         }
     }
 
-    async fn respond(
+    async fn respond<S, B>(
         &self,
+        service: S,
         request: Request<()>,
         recv: super::body::RecvHalf,
-    ) -> Response<Either<B, Body>> {
+    ) -> Response<Either<B, Body>>
+    where
+        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send,
+        B: http_body::Body,
+    {
         if request.headers().len() > self.limits.max_headers {
             return reject(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         }
@@ -80,7 +86,7 @@ where
         let body = RequestBody::new(recv, self.limits.max_request_body, declared);
         let request = Request::from_parts(parts, Body::new(body));
 
-        let call = self.service.clone().oneshot(request);
+        let call = service.oneshot(request);
         match AssertUnwindSafe(call).catch_unwind().await {
             Ok(Ok(response)) => response.map(Either::Left),
             Ok(Err(error)) => failed(error.into()),

@@ -53,11 +53,10 @@ pub(super) struct Acceptor<S> {
 }
 
 /// What every connection of one listener shares.
-struct Listener<S> {
+struct Listener {
     /// Read once per connection: its name, certificates and limits.
     state: Arc<ArcSwap<ListenerState>>,
     local: SocketAddr,
-    service: S,
 }
 
 /// Accepts QUIC connections until aborted (when the server starts draining);
@@ -65,7 +64,7 @@ struct Listener<S> {
 /// tracked task closes the endpoint once they have all finished.
 pub(super) async fn accept_loop<S, B>(acceptor: Acceptor<S>)
 where
-    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -100,11 +99,7 @@ where
         listener_connections.clone(),
         phase.clone(),
     ));
-    let listener = Arc::new(Listener {
-        state,
-        local,
-        service,
-    });
+    let listener = Arc::new(Listener { state, local });
     loop {
         // Past max_connections we stop accepting: new handshakes wait in quinn's queue.
         let permits = listener.state.load().permits.clone();
@@ -115,7 +110,13 @@ where
             return;
         };
         let permit = ConnectionPermit::new(permit, &open);
-        let connection = connection::serve(incoming, listener.clone(), phase.clone(), permit);
+        let connection = connection::serve(
+            incoming,
+            listener.clone(),
+            service.clone(),
+            phase.clone(),
+            permit,
+        );
         connections.spawn(listener_connections.track_future(connection));
     }
 }

@@ -49,6 +49,14 @@ impl Rewrite {
         self.path.as_ref().is_some_and(PathModifier::needs_prefix)
     }
 
+    /// The prefix a [`PathModifier::ReplacePrefixMatch`] replaces, for a
+    /// rewrite used alone (as a [`PolicyLayer`](super::PolicyLayer)); a route
+    /// sets it from its own path.
+    pub fn matched_prefix(mut self, prefix: &str) -> Self {
+        self.bind_prefix(super::matched_prefix(prefix));
+        self
+    }
+
     pub(crate) fn bind_prefix(&mut self, matched: Box<str>) {
         self.matched_prefix = matched;
     }

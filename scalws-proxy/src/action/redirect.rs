@@ -10,8 +10,7 @@ use scalws_core::error::error_response;
 use scalws_core::{Body, ConnInfo, Scheme};
 use scalws_router::{normalize_host, normalize_path};
 
-use super::{InvalidHostName, PathModifier};
-use crate::gateway::request_host;
+use crate::route::{InvalidHostName, PathModifier};
 
 /// Answers with a redirect: `Location: scheme://host[:port]path[?query]`, an
 /// empty body. Each part not given comes from the request:
@@ -106,6 +105,13 @@ impl Redirect {
         self.path.as_ref().is_some_and(PathModifier::needs_prefix)
     }
 
+    /// The prefix a [`PathModifier::ReplacePrefixMatch`] replaces, for a
+    /// redirect used alone; an application sets it from the route's path.
+    pub fn matched_prefix(mut self, prefix: &str) -> Self {
+        self.bind_prefix(crate::route::matched_prefix(prefix));
+        self
+    }
+
     pub(crate) fn bind_prefix(&mut self, matched: Box<str>) {
         self.matched_prefix = matched;
     }
@@ -186,4 +192,12 @@ pub(crate) fn redirect_response(status: StatusCode, location: HeaderValue) -> Re
     headers.insert(header::LOCATION, location);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
     response
+}
+
+/// `:authority` (HTTP/2, and absolute-form HTTP/1.1), else `Host` (RFC 9110 7.2).
+pub(crate) fn request_host(parts: &Parts) -> Option<&str> {
+    if let Some(authority) = parts.uri.authority() {
+        return Some(authority.as_str());
+    }
+    parts.headers.get(header::HOST)?.to_str().ok()
 }

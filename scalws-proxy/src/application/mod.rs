@@ -1,14 +1,22 @@
-//! An application: the domains it answers, the listeners it is bound to, its routes.
+//! An application: the domains it answers, the listeners it is bound to, its
+//! routes, and route selection ([`RouteRouter`]) as a service of its own.
 
-use std::sync::Arc;
+mod routes;
 
-use scalws_cache::Cache;
+use std::sync::{Arc, Weak};
 
+use http::{Request, Response};
+use scalws_core::{Body, BoxError};
 use scalws_router::{
     HostPattern, InvalidHostPattern, InvalidRoute, RouteSpec, RouteTable, RouteTableBuilder,
 };
+use tower::{Layer, Service};
+
+pub(crate) use routes::select_route;
+pub use routes::{NoRouteFor, RouteRouter, RouteRouterBuilder};
 
 use crate::Route;
+use crate::service::{HttpService, boxed};
 
 /// One application, ready to serve. Built once, shared by `Arc`.
 #[derive(Debug)]
@@ -20,7 +28,21 @@ pub struct Application {
     /// `https_redirect` on the application or on any of its routes: the one flag
     /// a request tests before the redirect decision is made out of line.
     pub(crate) redirect_check: bool,
+    /// The embedder's layers around route selection; `None` unless
+    /// [`ApplicationBuilder::layer`] was called.
+    pub(crate) layered: Option<HttpService>,
+    /// The gateway's count of unrouted answers, for those made inside `layered`.
+    pub(crate) unrouted: Option<Arc<crate::observe::metrics::RouteMetrics>>,
 }
+
+/// The embedder's layer of an application, applied when the gateway is built.
+pub(crate) type AppLayerFn = Box<dyn Fn(HttpService) -> HttpService + Send + Sync>;
+
+/// Route selection and the route, for an application's embedder layers to
+/// wrap. Holds the application weakly (it is the application's own field);
+/// the gateway keeps the application alive while a request is in its layers.
+#[derive(Clone)]
+pub(crate) struct ApplicationRoutes(pub(crate) Weak<Application>);
 
 impl Application {
     /// Starts an application called `name` (used in errors and logs).
@@ -32,8 +54,19 @@ impl Application {
             routes: RouteTableBuilder::new(),
             https_redirect: false,
             route_redirects: false,
-            cache: None,
+            layers: Vec::new(),
         }
+    }
+
+    /// The application's routes, in precedence order (what
+    /// `scalwsd explain` walks).
+    pub fn routes(&self) -> &RouteTable<Route> {
+        &self.routes
+    }
+
+    /// Whether every plain-HTTP request of the application is redirected.
+    pub fn redirects_every_request(&self) -> bool {
+        self.https_redirect
     }
 
     /// The application's name.
@@ -52,16 +85,59 @@ pub struct ApplicationBuilder {
     pub(crate) https_redirect: bool,
     /// Some route has `https_redirect`.
     pub(crate) route_redirects: bool,
-    /// The application's response cache, for purges through the gateway.
-    pub(crate) cache: Option<Cache>,
+    /// The embedder's layers, innermost first.
+    pub(crate) layers: Vec<AppLayerFn>,
 }
 
 impl ApplicationBuilder {
-    /// Names the application's response cache, so [`crate::Gateway::cache`]
-    /// can find it for purges. Routes opt in with [`crate::Proxy::with_cache`].
-    pub fn cache(mut self, cache: Cache) -> Self {
-        self.cache = Some(cache);
+    /// Puts an embedder's `layer` around the application: it sees every
+    /// request the host table gives the application (after the 421 check and
+    /// `https_redirect`), before route selection, and every answer, 404 and
+    /// 405 included. Layers added later wrap earlier ones.
+    ///
+    /// The application is then called through one boxed service;
+    /// applications without a layer are not.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<HttpService> + Send + Sync + 'static,
+        L::Service:
+            Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request<Body>>>::Error: Into<BoxError>,
+        <L::Service as Service<Request<Body>>>::Future: Send + 'static,
+    {
+        self.layers
+            .push(Box::new(move |inner| boxed(layer.layer(inner))));
         self
+    }
+
+    /// Builds the application: its route table, and its layers over it.
+    pub(crate) fn finish(
+        self,
+        unrouted: Option<Arc<crate::observe::metrics::RouteMetrics>>,
+    ) -> Arc<Application> {
+        let redirect_check = self.redirects_to_https();
+        let ApplicationBuilder {
+            name,
+            routes,
+            https_redirect,
+            layers,
+            ..
+        } = self;
+        let routes = routes.build();
+        Arc::new_cyclic(|weak| Application {
+            name,
+            routes,
+            https_redirect,
+            redirect_check,
+            unrouted,
+            layered: (!layers.is_empty()).then(|| {
+                let mut service = HttpService::new(ApplicationRoutes(weak.clone()));
+                for layer in &layers {
+                    service = layer(service);
+                }
+                service
+            }),
+        })
     }
 
     /// Adds a domain: `example.com`, `*.example.com`, `**.example.com` or `*`.

@@ -21,55 +21,59 @@
 
 mod headers;
 
+use std::task::{Context, Poll};
+
+use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
-use scalws_core::{Body, ConnInfo, Observed, OriginalHost};
+use scalws_core::{Body, BoxError, ConnInfo, Observed, OriginalHost};
 
 use scalws_cache::{Cache, CacheService};
-use tower::{Layer, ServiceExt};
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, Service, ServiceExt};
 
-use crate::upstream::{UpstreamAddress, UpstreamPool};
+use super::ActionFuture;
+use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool};
 
 /// Forwards requests to one pool, through a response cache when one is set.
 #[derive(Clone)]
 pub struct Proxy {
-    pool: UpstreamPool,
-    cached: Option<CacheService<Origin>>,
+    forward: Forward,
+    cached: Option<CacheService<Forward>>,
 }
 
-/// The proxy without its cache: what a [`CacheService`] asks on a miss.
+/// The upstream call with an embedder's layers around it.
+type UpstreamCall = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
+
+/// The proxy's own steps without the cache: what the cache asks on a miss.
 #[derive(Clone)]
-pub struct Origin {
+struct Forward {
     pool: UpstreamPool,
+    /// `None` (the usual case): the pool is called directly.
+    upstream: Option<UpstreamCall>,
 }
 
-impl tower::Service<Request<Body>> for Origin {
+impl Service<Request<Body>> for Forward {
     type Response = Response<Body>;
     type Error = std::convert::Infallible;
-    type Future = std::pin::Pin<
-        Box<
-            dyn std::future::Future<Output = Result<Response<Body>, std::convert::Infallible>>
-                + Send,
-        >,
-    >;
+    type Future = ActionFuture;
 
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let pool = self.pool.clone();
-        Box::pin(async move { Ok(forward(&pool, request).await) })
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        let forward = self.clone();
+        ActionFuture::boxed(async move { forward.forward(request).await })
     }
 }
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")
-            .field("pool", &self.pool.name())
+            .field("pool", &self.forward.pool.name())
+            .field("cached", &self.cached.is_some())
+            .field("upstream_layers", &self.forward.upstream.is_some())
             .finish()
     }
 }
@@ -77,40 +81,97 @@ impl std::fmt::Debug for Proxy {
 impl Proxy {
     /// A proxy to `pool`.
     pub fn new(pool: UpstreamPool) -> Self {
-        Self { pool, cached: None }
+        Self {
+            forward: Forward {
+                pool,
+                upstream: None,
+            },
+            cached: None,
+        }
     }
 
     /// Answers GET and HEAD from `cache` where RFC 9111 allows, asking the
     /// pool on a miss. `partition` names the route: routes sharing a cache
     /// share its store and bound but never its entries (a header-matched
     /// canary route must not answer for the route it shadows).
+    ///
+    /// Set the cache last: layers added with
+    /// [`upstream_layer`](Self::upstream_layer) afterwards are not seen by it.
     pub fn with_cache(mut self, cache: &Cache, partition: &str) -> Self {
-        self.cached = Some(cache.layer_for(partition).layer(Origin {
-            pool: self.pool.clone(),
-        }));
+        self.cached = Some(cache.layer_for(partition).layer(self.forward.clone()));
+        self
+    }
+
+    /// Puts `layer` around the upstream call: it sees each request as the
+    /// upstream will (hop-by-hop headers removed, `X-Forwarded-*` set, the
+    /// path rewritten, origin-form URI) and the response head as the pool
+    /// returned it, before the proxy's own response clean-up. For signing a
+    /// request, say, or recording what an upstream answered.
+    ///
+    /// The inner service is the [`UpstreamPool`] itself; its errors
+    /// ([`UpstreamError`]) keep their statuses (502, 504), any other error
+    /// of the layer's is answered 502. A response the layer makes itself is
+    /// passed on as the upstream's. Layers added later wrap earlier ones.
+    /// The request's [`UpstreamAddress`] extension is set by the pool.
+    pub fn upstream_layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<UpstreamCall>,
+        L::Service:
+            Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request<Body>>>::Error: Into<BoxError>,
+        <L::Service as Service<Request<Body>>>::Future: Send + 'static,
+    {
+        let inner = match self.forward.upstream.take() {
+            Some(layered) => layered,
+            None => BoxCloneSyncService::new(self.forward.pool.clone().map_err(BoxError::from)),
+        };
+        let layered = layer.layer(inner).map_err(Into::into);
+        self.forward.upstream = Some(BoxCloneSyncService::new(layered));
         self
     }
 
     /// The pool requests go to.
     pub fn pool(&self) -> &UpstreamPool {
-        &self.pool
+        &self.forward.pool
+    }
+
+    /// Whether a response cache answers first.
+    pub fn is_cached(&self) -> bool {
+        self.cached.is_some()
     }
 
     /// Forwards one request (through the cache, if any) and returns the
     /// upstream's or the cache's response, or an error response.
-    pub async fn forward(&self, request: Request<Body>) -> Response<Body> {
+    pub(crate) fn call_parts(&self, parts: Parts, body: Body) -> ActionFuture {
+        let request = Request::from_parts(parts, body);
         match &self.cached {
-            None => forward(&self.pool, request).await,
-            Some(cached) => match cached.clone().oneshot(request).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            },
+            None => {
+                let forward = self.forward.clone();
+                ActionFuture::boxed(async move { forward.forward(request).await })
+            }
+            Some(cached) => {
+                let call = cached.clone().oneshot(request);
+                ActionFuture::boxed(
+                    async move { call.await.unwrap_or_else(|never| match never {}) },
+                )
+            }
         }
     }
 }
 
+impl Forward {
+    /// Forwards one request (the steps in the module docs).
+    async fn forward(&self, request: Request<Body>) -> Response<Body> {
+        forward(&self.pool, self.upstream.as_ref(), request).await
+    }
+}
+
 /// Forwards one request to `pool` (the steps in the module docs).
-async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> {
+async fn forward(
+    pool: &UpstreamPool,
+    layered: Option<&UpstreamCall>,
+    request: Request<Body>,
+) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
     let conn = parts.extensions.get::<ConnInfo>();
     let peer = conn.map(|c| c.peer_ip_header().clone());
@@ -155,21 +216,40 @@ async fn forward(pool: &UpstreamPool, request: Request<Body>) -> Response<Body> 
     parts.version = Version::HTTP_11;
     let observed = parts.extensions.get::<Observed>().is_some();
 
-    let (upstream, address) = match pool.send(Request::from_parts(parts, body)).await {
-        Ok(answer) => answer,
-        Err(error) => return failed(&error, error.status()),
+    let request = Request::from_parts(parts, body);
+    let (mut parts, body) = match layered {
+        None => match pool.send(request).await {
+            Ok((upstream, address)) => {
+                let (mut parts, body) = upstream.into_parts();
+                if observed {
+                    parts.extensions.insert(UpstreamAddress(address));
+                }
+                // The client's own limit is for request bodies; the response is the upstream's to size.
+                (parts, Body::incoming(body, u64::MAX))
+            }
+            Err(error) => return failed(&error, error.status()),
+        },
+        Some(layered) => match layered.clone().oneshot(request).await {
+            Ok(response) => response.into_parts(),
+            Err(error) => return failed_layered(&error),
+        },
     };
-
-    let (mut parts, body) = upstream.into_parts();
-    if observed {
-        parts.extensions.insert(UpstreamAddress(address));
-    }
     if parts.status == StatusCode::SWITCHING_PROTOCOLS {
         return switching(parts, client_upgrade);
     }
     headers::remove_hop_by_hop(&mut parts.headers, false);
-    // The client's own limit is for request bodies; the response is the upstream's to size.
-    Response::from_parts(parts, Body::incoming(body, u64::MAX))
+    Response::from_parts(parts, body)
+}
+
+/// An error out of the embedder's upstream layers: the pool's keep their status.
+#[cold]
+#[inline(never)]
+fn failed_layered(error: &BoxError) -> Response<Body> {
+    let status = match error.downcast_ref::<UpstreamError>() {
+        Some(upstream) => upstream.status(),
+        None => StatusCode::BAD_GATEWAY,
+    };
+    failed(error.as_ref(), status)
 }
 
 /// `101` from the upstream: tunnel if the client asked for this upgrade.

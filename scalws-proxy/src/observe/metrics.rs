@@ -122,6 +122,69 @@ impl Metrics {
     }
 }
 
+/// Counts the responses of the inner service in one [`RouteMetrics`]
+/// (status class, and latency to the response head): what a gateway's route
+/// with [`Route::metrics`](crate::Route::metrics) does, as a layer.
+#[derive(Clone, Debug)]
+pub struct MetricsLayer {
+    metrics: Arc<RouteMetrics>,
+}
+
+impl MetricsLayer {
+    /// A layer counting into `metrics`.
+    pub fn new(metrics: Arc<RouteMetrics>) -> Self {
+        Self { metrics }
+    }
+}
+
+impl<S> tower::Layer<S> for MetricsLayer {
+    type Service = Measured<S>;
+
+    fn layer(&self, inner: S) -> Measured<S> {
+        Measured {
+            metrics: self.metrics.clone(),
+            inner,
+        }
+    }
+}
+
+/// Made by [`MetricsLayer`].
+#[derive(Clone, Debug)]
+pub struct Measured<S> {
+    metrics: Arc<RouteMetrics>,
+    inner: S,
+}
+
+impl<S> tower::Service<http::Request<scalws_core::Body>> for Measured<S>
+where
+    S: tower::Service<
+            http::Request<scalws_core::Body>,
+            Response = http::Response<scalws_core::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<scalws_core::Body>;
+    type Error = std::convert::Infallible;
+    type Future = crate::ActionFuture;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<scalws_core::Body>) -> crate::ActionFuture {
+        use tower::ServiceExt;
+        let call = self.inner.clone().oneshot(request);
+        crate::ActionFuture::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
+            .measured(&self.metrics)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

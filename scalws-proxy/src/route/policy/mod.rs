@@ -1,23 +1,28 @@
 //! Route policies, the Gateway API filters: what a route does to a request
-//! before its action and to the response after it, and the `redirect` action.
+//! before its action and to the response after it. Each is also a tower
+//! layer ([`layers`](self::layers)) for use outside a gateway.
 //!
 //! - [`Rewrite`]: the path (whole, or the matched prefix) and the host.
 //! - [`HeaderModifier`]: `set`, `add`, `remove` on request or response headers.
-//! - [`Redirect`]: answers with a redirect instead of an action.
-//! - `https_redirect`: plain-HTTP requests get 308 to https; decided by the
-//!   gateway behind one precomputed flag per application.
+//! - [`HttpsRedirect`]: plain-HTTP requests get 308 to https; in a gateway,
+//!   decided behind one precomputed flag per application.
+//! - the timeout: [`TimeoutLayer`].
 
 mod headers;
 mod https_redirect;
+pub(crate) mod layers;
 mod path;
-mod redirect;
 mod rewrite;
 
 pub use headers::HeaderModifier;
+pub use https_redirect::HttpsRedirect;
 pub(crate) use https_redirect::https_redirect;
+pub use layers::{
+    PolicyLayer, PolicyService, RequestHeaders, RequestPolicy, ResponseHeaders,
+    ResponseHeadersLayer, Timeout, TimeoutLayer,
+};
 pub(crate) use path::matched_prefix;
 pub use path::{InvalidPathModifier, PathModifier};
-pub use redirect::{NotARedirectStatus, Redirect};
 pub use rewrite::Rewrite;
 
 /// A host name a policy cannot use.

@@ -1,0 +1,266 @@
+//! The standard stack, top to bottom. This file is the one place that shows
+//! (and changes) the order a request goes through; each stage is also a
+//! public service or layer of its own (named in brackets) for embedders who
+//! compose a stack themselves.
+//!
+//! Around the gateway, outermost first, as `scalwsd` stacks them:
+//!
+//! 1. **Access log** ([`AccessLogLayer`](crate::access_log::AccessLogLayer)):
+//!    one line per request when its response body ends.
+//! 2. **Request limits**: head size and count (431), declared and streamed
+//!    body size (413), the header and keep-alive timeouts: enforced by the
+//!    server's connection edge ([`scalws_core::Server`]); for a gateway
+//!    mounted elsewhere, by [`RequestLimitsLayer`](scalws_core::RequestLimitsLayer).
+//!    A panic below becomes 500 there, and HEAD and 1xx/204/304 answers lose
+//!    their bodies.
+//!
+//! In the gateway ([`Gateway`]; [`SharedGateway`](super::SharedGateway) picks
+//! the gateway current when the request arrives):
+//!
+//! 3. **Listener**: the host table of the listener the request came on
+//!    ([`ConnInfo`] in its extensions; without one, the first listener's;
+//!    a listener removed by a reload keeps its table while it drains).
+//! 4. **Host** ([`HostRouter`](super::HostRouter)): `:authority` or `Host`,
+//!    normalised; exact name, then `*.`, `**.` and `*`. Missing or invalid:
+//!    400; no application: 404.
+//! 5. **Misdirected**: a TLS request for a host its connection's certificate
+//!    (chosen by SNI) does not cover: 421.
+//! 6. **https_redirect** ([`HttpsRedirect`](crate::HttpsRedirect)): only for
+//!    an application whose `redirect_check` is set (it or one of its routes
+//!    has `https_redirect`): a plain-HTTP request it applies to gets 308.
+//!    Everything else pays that one flag test.
+//! 7. **Application layers** (the embedder's,
+//!    [`ApplicationBuilder::layer`](crate::ApplicationBuilder::layer)).
+//! 8. **Route** ([`RouteRouter`](crate::RouteRouter)): the path normalised
+//!    (a path escaping the root: 400), then the route table (prefix fast
+//!    path, or the full precedence match); none: 404; wrong method only: 405
+//!    with `Allow`.
+//! 9. **Route metrics** ([`MetricsLayer`](crate::metrics::MetricsLayer)):
+//!    status class and latency to the response head.
+//! 10. **Route layers** (the embedder's, [`Route::layer`]).
+//! 11. **rewrite** ([`PolicyLayer`](crate::PolicyLayer) of a
+//!     [`Rewrite`](crate::Rewrite)), then **request_headers**
+//!     ([`RequestHeaders`](crate::RequestHeaders)).
+//! 12. **timeout** ([`TimeoutLayer`](crate::TimeoutLayer)): 504 when the
+//!     action's response head has not come in time.
+//! 13. **Action** ([`Action`], each a service): `respond`, `redirect`,
+//!     `static`, `backends` (a [`Split`](crate::Split)), the embedder's
+//!     service, or `proxy`: the response cache
+//!     ([`CacheLayer`](scalws_cache::CacheLayer)), the proxy's header
+//!     hygiene, the upstream layers (the embedder's,
+//!     [`Proxy::upstream_layer`](crate::Proxy::upstream_layer)), the
+//!     [`UpstreamPool`](crate::upstream::UpstreamPool).
+//! 14. On the way back: **response_headers**
+//!     ([`ResponseHeadersLayer`](crate::ResponseHeadersLayer)) on every
+//!     answer of the route, errors included.
+//!
+//! Answers made before a route (400, 404, 405, 421, 308) are counted in the
+//! gateway's unrouted metrics, when it has them.
+//!
+//! Inside the gateway the stages are called directly, not through a layer
+//! each: one future type ([`ActionFuture`]) from top to bottom, a box only
+//! for an action that waits (static files, proxy) and at the embedder's
+//! points, and a stage a request does not need costs it one test.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::request::Parts;
+use http::{Request, Response};
+use scalws_core::{Body, ConnInfo};
+
+use super::Gateway;
+use super::hosts::select_host;
+use crate::action::{ActionFuture, call_boxed};
+use crate::application::{Application, ApplicationRoutes, select_route};
+use crate::observe::metrics::RouteMetrics;
+use crate::route::policy::https_redirect;
+use crate::route::{Policies, Route, RouteInner};
+use crate::service::HttpService;
+
+impl Gateway {
+    /// Steps 3 to 14, for one request.
+    #[inline]
+    pub(crate) fn call_ref(&self, request: Request<Body>) -> ActionFuture {
+        let (future, routed) = self.route(request);
+        if !routed && let Some(metrics) = &self.inner.unrouted {
+            return count_unrouted(future, metrics);
+        }
+        future
+    }
+
+    /// The response future, and whether a route (or an application's
+    /// layers) made it.
+    fn route(&self, request: Request<Body>) -> (ActionFuture, bool) {
+        let (parts, body) = request.into_parts();
+        // One extension lookup serves the listener table and the 421 check.
+        let conn = parts.extensions.get::<ConnInfo>();
+        let (application, host) = match select_host(self.hosts_for(conn), &parts, conn) {
+            Ok(selected) => selected,
+            Err(status) => return (ActionFuture::error(status), false),
+        };
+        if application.redirect_check
+            && let Some(redirect) =
+                https_redirect(application, self.inner.https_port, &parts, &host)
+        {
+            return (redirect, false);
+        }
+        drop(host);
+        if let Some(layered) = &application.layered {
+            return (through_layers(application, layered, parts, body), true);
+        }
+        to_route(application, parts, body)
+    }
+}
+
+/// Steps 8 to 14 in one application.
+#[inline]
+fn to_route(application: &Application, mut parts: Parts, body: Body) -> (ActionFuture, bool) {
+    match select_route(&application.routes, &mut parts) {
+        Ok(route) => (route.call(parts, body), true),
+        Err(refusal) => (ActionFuture::ready(refusal.into_response()), false),
+    }
+}
+
+/// Step 7: the application's embedder layers, which end in [`ApplicationRoutes`].
+#[cold]
+#[inline(never)]
+fn through_layers(
+    application: &Arc<Application>,
+    layered: &HttpService,
+    parts: Parts,
+    body: Body,
+) -> ActionFuture {
+    // The layers reach the application through a weak reference: this one
+    // keeps it alive until they have answered, even past a reload.
+    let alive = application.clone();
+    let call = call_boxed(layered, Request::from_parts(parts, body));
+    ActionFuture::boxed(async move {
+        let response = call.await.unwrap_or_else(|never| match never {});
+        drop(alive);
+        response
+    })
+}
+
+/// Unrouted answers are all ready at once (errors and redirects).
+#[cold]
+#[inline(never)]
+fn count_unrouted(mut future: ActionFuture, metrics: &RouteMetrics) -> ActionFuture {
+    if let Some(status) = future.ready_status() {
+        metrics.record(status.as_u16(), std::time::Duration::ZERO);
+    }
+    future
+}
+
+impl Route {
+    /// Steps 9 to 14 for a routed request.
+    #[inline]
+    pub(crate) fn call(&self, parts: Parts, body: Body) -> ActionFuture {
+        let future = match &self.layered {
+            None => self.inner.run(parts, body),
+            Some(layered) => call_boxed(&layered.service, Request::from_parts(parts, body)),
+        };
+        match &self.metrics {
+            None => future,
+            Some(metrics) => future.measured(metrics),
+        }
+    }
+}
+
+impl RouteInner {
+    /// Steps 11 to 14.
+    #[inline]
+    fn run(&self, parts: Parts, body: Body) -> ActionFuture {
+        match &self.policies {
+            None => self.act(parts, body),
+            Some(policies) => self.run_with_policies(policies, parts, body),
+        }
+    }
+
+    #[inline(never)]
+    fn run_with_policies(&self, policies: &Policies, mut parts: Parts, body: Body) -> ActionFuture {
+        let rewritten = match &policies.rewrite {
+            Some(rewrite) => rewrite.apply(&mut parts),
+            None => Ok(()),
+        };
+        let future = match rewritten {
+            Ok(()) => {
+                if let Some(headers) = &policies.request_headers {
+                    headers.apply(&mut parts.headers);
+                }
+                self.act(parts, body)
+            }
+            Err(status) => ActionFuture::error(status),
+        };
+        match &policies.response_headers {
+            None => future,
+            Some(headers) => future.with_response_headers(headers.clone()),
+        }
+    }
+
+    /// Steps 12 and 13: the action under the route's timeout.
+    #[inline]
+    fn act(&self, parts: Parts, body: Body) -> ActionFuture {
+        let future = self.action.act(parts, body);
+        match self.timeout {
+            None => future,
+            Some(limit) => future.with_timeout(limit),
+        }
+    }
+}
+
+/// What a route's embedder layers wrap: the route's own steps 11 to 14.
+impl tower::Service<Request<Body>> for RouteInner {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ActionFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        let (parts, body) = request.into_parts();
+        self.run(parts, body)
+    }
+}
+
+/// What an application's embedder layers wrap: steps 8 to 14.
+impl tower::Service<Request<Body>> for ApplicationRoutes {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ActionFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        let Some(application) = self.0.upgrade() else {
+            // Only a layer that kept the request past its own answer gets here.
+            return ActionFuture::error(http::StatusCode::SERVICE_UNAVAILABLE);
+        };
+        let (parts, body) = request.into_parts();
+        let (future, routed) = to_route(&application, parts, body);
+        match (&application.unrouted, routed) {
+            (Some(metrics), false) => count_unrouted(future, metrics),
+            _ => future,
+        }
+    }
+}
+
+impl tower::Service<Request<Body>> for Gateway {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ActionFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        self.call_ref(request)
+    }
+}
