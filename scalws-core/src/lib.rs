@@ -13,6 +13,8 @@
 //!   keep-alive timeouts, connection count, HTTP/2 streams; a panicking request
 //!   gets 500; shutdown drains.
 //!
+//! - [`RequestLimitsLayer`]: the request limits as a layer, for a stack
+//!   mounted in a server that is not ScalWS's own.
 //! - [`tls`]: listener certificates loaded from PEM files, chosen by SNI,
 //!   reloadable in place.
 //!
@@ -37,12 +39,14 @@
 mod body;
 mod conn;
 pub mod error;
+mod limit;
 pub mod server;
 pub mod tls;
 
 pub use body::Body;
 pub use conn::{ConnInfo, Observed, OriginalHost, Scheme};
 pub use error::BoxError;
+pub use limit::{RequestLimits, RequestLimitsLayer};
 pub use server::{
     BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server,
     ServerStats, spawn_tunnel,

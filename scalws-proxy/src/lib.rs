@@ -64,8 +64,8 @@ pub use application::{
     Application, ApplicationBuilder, NoRouteFor, RouteRouter, RouteRouterBuilder,
 };
 pub use gateway::{
-    Gateway, GatewayBuilder, HostRouter, HostRouterBuilder, InvalidGateway, InvalidHostRouter,
-    SharedGateway,
+    Explanation, Gateway, GatewayBuilder, HostRouter, HostRouterBuilder, InvalidGateway,
+    InvalidHostRouter, Outcome, SharedGateway,
 };
 pub use route::{
     HeaderModifier, HttpsRedirect, InvalidHostName, InvalidPathModifier, PathModifier, PolicyLayer,

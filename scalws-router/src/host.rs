@@ -7,4 +7,4 @@ mod table;
 
 pub use normalize::{InvalidHost, normalize_host};
 pub use pattern::{HostPattern, InvalidHostPattern};
-pub use table::{DuplicateDomain, HostTable, HostTableBuilder};
+pub use table::{DuplicateDomain, HostEntry, HostTable, HostTableBuilder};

@@ -75,10 +75,11 @@ mod percent;
 mod route;
 
 pub use host::{
-    DuplicateDomain, HostPattern, HostTable, HostTableBuilder, InvalidHost, InvalidHostPattern,
-    normalize_host,
+    DuplicateDomain, HostEntry, HostPattern, HostTable, HostTableBuilder, InvalidHost,
+    InvalidHostPattern, normalize_host,
 };
 pub use path::{BadPath, normalize_path};
 pub use route::{
-    InvalidRoute, NoRoute, Params, PathMatch, RouteMatch, RouteSpec, RouteTable, RouteTableBuilder,
+    Conditions, Considered, InvalidRoute, NoRoute, Params, PathMatch, RouteMatch, RouteSpec,
+    RouteTable, RouteTableBuilder, Verdict,
 };

@@ -3,6 +3,7 @@
 
 mod allow;
 mod builder;
+mod explain;
 mod matcher;
 mod params;
 mod prefix;
@@ -14,6 +15,7 @@ mod table;
 mod tests;
 
 pub use builder::{InvalidRoute, RouteTableBuilder};
+pub use explain::{Conditions, Considered, Verdict};
 pub use params::Params;
 pub use spec::{PathMatch, RouteSpec};
 pub use table::{NoRoute, RouteMatch, RouteTable};

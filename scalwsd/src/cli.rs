@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! scalwsd [--config FILE] [--check] [--workers N] [--version]
+//! scalwsd explain [--config FILE] [--listener NAME] [-X METHOD] [-H 'NAME: VALUE']...
+//!                 [--sni NAME] URL
 //! scalwsd translate [--bind ADDR] [--listen PORT=ADDR:PORT]... [--certs-dir DIR]
 //!                   [--class NAME] [--gateway-class NAME] [--controller-name NAME] PATH...
 //! ```
@@ -11,9 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use clap::Parser;
-#[cfg(feature = "kubernetes")]
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// ScalWS: a reverse proxy wired from a YAML file.
 #[derive(Debug, Parser)]
@@ -43,7 +43,6 @@ pub struct Cli {
     pub controller: ControllerArgs,
 
     /// A subcommand instead of serving.
-    #[cfg(feature = "kubernetes")]
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -93,13 +92,52 @@ pub struct ControllerArgs {
     pub translation: KubernetesArgs,
 }
 
-#[cfg(feature = "kubernetes")]
 /// `scalwsd SUBCOMMAND`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Tell which listener, host entry, application and route a request
+    /// would take, and why, without serving it. Exit 0 when a route answers,
+    /// 1 when none does, 2 for a configuration error.
+    Explain(ExplainArgs),
     /// Translate Kubernetes manifests (Gateway API, Ingress) into a ScalWS
     /// configuration: the file on stdout, each resource's status on stderr.
+    #[cfg(feature = "kubernetes")]
     Translate(TranslateArgs),
+}
+
+/// `scalwsd explain`.
+#[derive(Clone, Debug, Args)]
+pub struct ExplainArgs {
+    /// The configuration (default: scalws.yaml, else the embedded default).
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The listener the request arrives on (default: the first whose
+    /// protocol and port fit the URL).
+    #[arg(long, value_name = "NAME")]
+    pub listener: Option<String>,
+
+    /// The request method.
+    #[arg(
+        short = 'X',
+        long = "request",
+        value_name = "METHOD",
+        default_value = "GET"
+    )]
+    pub method: String,
+
+    /// A request header, `NAME: VALUE` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// The TLS server name the client sent (default: the URL's host); for
+    /// https URLs. A name whose certificate does not cover the host gets 421.
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+
+    /// The request: `http://host[:port]/path?query` or `https://...`.
+    #[arg(value_name = "URL")]
+    pub url: String,
 }
 
 #[cfg(feature = "kubernetes")]

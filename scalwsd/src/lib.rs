@@ -21,12 +21,20 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "binary")]
 mod access_log;
+#[cfg(feature = "binary")]
 mod admin;
+#[cfg(feature = "binary")]
 pub mod cli;
 pub mod config;
+#[cfg(feature = "binary")]
+pub mod explain;
 #[cfg(feature = "kubernetes")]
 pub mod kubernetes;
+#[cfg(feature = "binary")]
 mod metrics;
+#[cfg(feature = "binary")]
 pub mod run;
+#[cfg(feature = "binary")]
 mod serve;

@@ -54,6 +54,9 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
 /// read from the file first, since the runtime needs it before anything else.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging();
+    if let Some(crate::cli::Command::Explain(args)) = &cli.command {
+        return crate::explain::run(args);
+    }
     #[cfg(feature = "kubernetes")]
     if let Some(crate::cli::Command::Translate(args)) = &cli.command {
         return crate::kubernetes::command::run(args);

@@ -36,11 +36,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const WARMUP: usize = 20;
 
 /// The scenarios, with the path each requests and the body it expects.
-const SCENARIOS: [(&str, &str, &str); 4] = [
+const SCENARIOS: [(&str, &str, &str); 5] = [
     ("respond", "/respond", "ok"),
     ("static-small", "/static/small.html", SMALL_FILE),
     ("proxy", "/proxy", "ok"),
     ("cache-hit", "/cache", "ok"),
+    // `respond` on a gateway built in code whose route has an embedder's
+    // layer (`Route::layer`, a pass-through): what the layer point costs.
+    ("route-layer", "/layered", "ok"),
 ];
 
 /// The static file of the `static-small` scenario (written to a temp dir).
@@ -51,7 +54,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let usage = || {
         eprintln!(
-            "usage: instructions SCENARIO COUNT  (SCENARIO: respond, static-small, proxy, cache-hit)"
+            "usage: instructions SCENARIO COUNT  (SCENARIO: respond, static-small, proxy, cache-hit, route-layer)"
         );
         ExitCode::from(2)
     };
@@ -100,7 +103,12 @@ async fn run(path: &str, body: &str, count: usize) -> Result<(), String> {
             .first()
             .map(|(_, address)| *address)
             .ok_or("no listener")?;
-        tokio::spawn(server.serve(config.gateway, std::future::pending::<()>()));
+        let gateway = if path == "/layered" {
+            layered_gateway().map_err(|e| e.to_string())?
+        } else {
+            config.gateway
+        };
+        tokio::spawn(server.serve(gateway, std::future::pending::<()>()));
         let host = if path == "/cache" {
             "cached.test"
         } else {
@@ -120,6 +128,28 @@ async fn run(path: &str, body: &str, count: usize) -> Result<(), String> {
     .await;
     let _ = std::fs::remove_dir_all(&root);
     result
+}
+
+/// The `route-layer` gateway: the `respond` route, built in code, with a
+/// pass-through layer of the embedder's around it.
+fn layered_gateway() -> Result<scalws_proxy::Gateway, Box<dyn std::error::Error>> {
+    use scalws_proxy::{Action, Application, Gateway, HttpService, Respond, Route};
+    use tower::ServiceExt;
+    let respond = Respond::new(http::StatusCode::OK, "ok").header(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
+    let pass_through = tower::layer::layer_fn(|inner: HttpService| {
+        tower::service_fn(move |request| inner.clone().oneshot(request))
+    });
+    let route = Route::new(Action::Respond(respond)).layer(pass_through);
+    let bench = Application::builder("bench")
+        .domain("bench.test")?
+        .route(scalws_router::RouteSpec::prefix("/layered", route))?;
+    Ok(Gateway::builder()
+        .listener("http")
+        .application(bench)
+        .build()?)
 }
 
 fn config(origin: SocketAddr, root: &Path) -> String {

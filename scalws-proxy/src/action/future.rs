@@ -46,6 +46,7 @@ impl std::fmt::Debug for ActionFuture {
 
 impl ActionFuture {
     /// A future ready with `response`.
+    #[inline(always)]
     pub fn ready(response: Response<Body>) -> Self {
         Self {
             kind: FutureKind::Ready(Some(response)),
@@ -69,6 +70,7 @@ impl ActionFuture {
     }
 
     /// The response, when it is ready now (before the future is polled).
+    #[inline(always)]
     fn ready_response(&mut self) -> Option<&mut Response<Body>> {
         match &mut self.kind {
             FutureKind::Ready(response) => response.as_mut(),
@@ -78,6 +80,7 @@ impl ActionFuture {
 
     /// Counts the response in `metrics`: at once when it is ready (as taking
     /// no time: it was made while routing), else when its head comes.
+    #[inline(always)]
     pub(crate) fn measured(mut self, metrics: &Arc<RouteMetrics>) -> Self {
         match self.ready_response() {
             Some(response) => metrics.record(response.status().as_u16(), Duration::ZERO),
@@ -89,6 +92,14 @@ impl ActionFuture {
             }
         }
         self
+    }
+
+    /// A header of a response that is ready now.
+    pub(crate) fn ready_header(
+        &mut self,
+        name: http::header::HeaderName,
+    ) -> Option<http::HeaderValue> {
+        self.ready_response()?.headers().get(name).cloned()
     }
 
     /// The status of a response that is ready now.

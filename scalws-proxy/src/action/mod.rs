@@ -79,7 +79,7 @@ impl Action {
     }
 
     /// Answers a routed request.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn act(&self, parts: Parts, body: Body) -> ActionFuture {
         match self {
             Action::Respond(respond) => ActionFuture::ready(respond.response(&parts.method)),

@@ -45,6 +45,7 @@ impl Respond {
     }
 
     /// The response for a request of `method`: HEAD gets the headers alone.
+    #[inline]
     pub fn response(&self, method: &Method) -> Response<Body> {
         let body = if method == Method::HEAD || self.status == StatusCode::NO_CONTENT {
             Body::empty()

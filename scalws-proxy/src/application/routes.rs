@@ -51,7 +51,7 @@ impl NoRouteFor {
 
 /// The route `parts` takes in `routes`, its path parameters put in the
 /// request's extensions; or why there is none.
-#[inline]
+#[inline(always)]
 pub(crate) fn select_route<'a, T>(
     routes: &'a RouteTable<T>,
     parts: &mut Parts,

@@ -6,6 +6,7 @@
 //! - [`SharedGateway`]: the reload slot, with retired listeners' tables.
 
 mod builder;
+mod explain;
 mod hosts;
 mod shared;
 mod stack;
@@ -16,6 +17,7 @@ use scalws_core::ConnInfo;
 use scalws_router::HostTable;
 
 pub use builder::{GatewayBuilder, InvalidGateway};
+pub use explain::{Explanation, Outcome};
 pub use hosts::{HostRouter, HostRouterBuilder, InvalidHostRouter};
 pub use shared::SharedGateway;
 

@@ -82,3 +82,13 @@ pub use endpoint::{EndpointState, EndpointStats};
 pub use error::{ConnectFailed, ConnectTimedOut, InvalidUpstream, UpstreamError};
 pub use options::{Balance, HealthCheck, Passive, Protocol, TlsOptions, UpstreamOptions};
 pub use pool::UpstreamPool;
+
+/// The upstream call as an embedder's layer sees it
+/// ([`Proxy::upstream_layer`](crate::Proxy::upstream_layer)): the pool, or
+/// the layers added before, boxed. Its errors are [`UpstreamError`]s (502,
+/// 504) or the layers' own.
+pub type UpstreamService = tower::util::BoxCloneSyncService<
+    http::Request<scalws_core::Body>,
+    http::Response<scalws_core::Body>,
+    scalws_core::BoxError,
+>;

@@ -32,6 +32,30 @@ pub struct DuplicateDomain {
     pub second: String,
 }
 
+/// Which entry of a [`HostTable`] a host found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostEntry {
+    /// `example.com`: the host itself.
+    Exact(Box<str>),
+    /// `*.suffix`: one label before the suffix.
+    OneLabel(Box<str>),
+    /// `**.suffix`: any labels before the suffix.
+    AnyLabels(Box<str>),
+    /// `*`: the catch-all.
+    CatchAll,
+}
+
+impl std::fmt::Display for HostEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostEntry::Exact(host) => write!(f, "{host} (exact)"),
+            HostEntry::OneLabel(suffix) => write!(f, "*.{suffix} (one label)"),
+            HostEntry::AnyLabels(suffix) => write!(f, "**.{suffix} (any labels)"),
+            HostEntry::CatchAll => f.write_str("* (catch-all)"),
+        }
+    }
+}
+
 /// Maps a normalised host to a value; immutable once built.
 ///
 /// Lookup order (SPEC section 3): exact name, `*.suffix`, `**.suffix` (longest suffix
@@ -146,6 +170,29 @@ impl<T> HostTable<T> {
             }
         }
         self.catch_all.as_ref()
+    }
+
+    /// The value for `host` and the entry that gave it: what `get` does,
+    /// told step by step (for `scalwsd explain`; not on the request path).
+    pub fn explain(&self, host: &str) -> Option<(&T, HostEntry)> {
+        if let Some(value) = self.exact.get(host) {
+            return Some((value, HostEntry::Exact(host.into())));
+        }
+        let mut suffixes = host.match_indices('.').map(|(i, _)| &host[i + 1..]);
+        if let Some(first) = suffixes.next() {
+            if let Some(value) = self.one_label.get(first) {
+                return Some((value, HostEntry::OneLabel(first.into())));
+            }
+            let any = std::iter::once(first).chain(suffixes);
+            for suffix in any {
+                if let Some(value) = self.any_labels.get(suffix) {
+                    return Some((value, HostEntry::AnyLabels(suffix.into())));
+                }
+            }
+        }
+        self.catch_all
+            .as_ref()
+            .map(|value| (value, HostEntry::CatchAll))
     }
 
     /// Whether the table holds no pattern at all.

@@ -63,6 +63,7 @@ impl<T> RouteTableBuilder<T> {
                 PathMatcher::Pattern {
                     router,
                     literal_len: literal_len(pattern),
+                    pattern: pattern.as_str().into(),
                 }
             }
         };

@@ -25,6 +25,8 @@ pub(super) enum PathMatcher {
     Pattern {
         router: matchit::Router<()>,
         literal_len: usize,
+        /// As written, for explanations.
+        pattern: Box<str>,
     },
 }
 

@@ -106,6 +106,11 @@ impl<T> RouteTable<T> {
         self.prefix.is_some()
     }
 
+    /// The routes, in precedence order.
+    pub(super) fn routes(&self) -> &[Route<T>] {
+        &self.routes
+    }
+
     /// The number of routes.
     pub fn len(&self) -> usize {
         self.routes.len()

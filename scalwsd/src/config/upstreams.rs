@@ -417,6 +417,7 @@ impl Definition {
 
 impl Pools {
     /// Every pool with its name.
+    #[cfg(feature = "binary")]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &UpstreamPool)> {
         self.0.iter().map(|(name, (_, pool))| (name.as_str(), pool))
     }

@@ -33,7 +33,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 
 use super::ActionFuture;
-use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool};
+use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool, UpstreamService};
 
 /// Forwards requests to one pool, through a response cache when one is set.
 #[derive(Clone)]
@@ -42,15 +42,12 @@ pub struct Proxy {
     cached: Option<CacheService<Forward>>,
 }
 
-/// The upstream call with an embedder's layers around it.
-type UpstreamCall = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
-
 /// The proxy's own steps without the cache: what the cache asks on a miss.
 #[derive(Clone)]
 struct Forward {
     pool: UpstreamPool,
     /// `None` (the usual case): the pool is called directly.
-    upstream: Option<UpstreamCall>,
+    upstream: Option<UpstreamService>,
 }
 
 impl Service<Request<Body>> for Forward {
@@ -115,7 +112,7 @@ impl Proxy {
     /// The request's [`UpstreamAddress`] extension is set by the pool.
     pub fn upstream_layer<L>(mut self, layer: L) -> Self
     where
-        L: Layer<UpstreamCall>,
+        L: Layer<UpstreamService>,
         L::Service:
             Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
         <L::Service as Service<Request<Body>>>::Error: Into<BoxError>,
@@ -169,7 +166,7 @@ impl Forward {
 /// Forwards one request to `pool` (the steps in the module docs).
 async fn forward(
     pool: &UpstreamPool,
-    layered: Option<&UpstreamCall>,
+    layered: Option<&UpstreamService>,
     request: Request<Body>,
 ) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
