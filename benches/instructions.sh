@@ -15,7 +15,7 @@
 #
 # Variables:
 #   BIN        the workload binary (default target/release/instructions)
-#   SCENARIOS  default "respond static-small proxy cache-hit"
+#   SCENARIOS  default "respond static-small proxy cache-hit route-layer"
 #   FEW, MANY  request counts of the two runs (default 1000 and 3000)
 #   BASE, NEW  two workload binaries for A/B; exit 1 when NEW costs more than
 #              GATE times BASE in any scenario (default GATE=1.003, i.e. 0.3 %)
@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCENARIOS="${SCENARIOS:-respond static-small proxy cache-hit}"
+SCENARIOS="${SCENARIOS:-respond static-small proxy cache-hit route-layer}"
 FEW="${FEW:-1000}"
 MANY="${MANY:-3000}"
 GATE="${GATE:-1.003}"

@@ -1,5 +1,5 @@
-//! Embedding ScalWS: a gateway built in Rust, without YAML, served by the
-//! ScalWS server runtime.
+//! Embedding ScalWS, way (a): a gateway built in Rust, without YAML, served
+//! by the ScalWS server runtime.
 //!
 //! ```text
 //! cargo run -p scalws-examples --example embed
@@ -13,7 +13,7 @@
 use http::{HeaderValue, Method, StatusCode, header};
 use scalws_core::{Limits, ListenerSpec, Server};
 use scalws_proxy::{Action, Application, Gateway, Respond};
-use scalws_router::{PathMatch, RouteSpec};
+use scalws_router::RouteSpec;
 
 /// Builds the gateway: the part an embedder writes.
 fn gateway() -> Result<Gateway, Box<dyn std::error::Error>> {
@@ -26,20 +26,14 @@ fn gateway() -> Result<Gateway, Box<dyn std::error::Error>> {
     let app = Application::builder("example")
         .domain("example.com")?
         .domain("*.example.com")?
-        .route(RouteSpec {
-            path: PathMatch::Exact("/healthz".into()),
-            methods: Some(vec![Method::GET, Method::HEAD]),
-            headers: vec![],
-            query: vec![],
-            target: Action::Respond(text("ok\n")),
-        })?
-        .route(RouteSpec {
-            path: PathMatch::Prefix("/".into()),
-            methods: None,
-            headers: vec![],
-            query: vec![],
-            target: Action::Respond(text("hello from an embedded ScalWS\n")),
-        })?;
+        .route(
+            RouteSpec::exact("/healthz", Action::Respond(text("ok\n")))
+                .methods([Method::GET, Method::HEAD]),
+        )?
+        .route(RouteSpec::prefix(
+            "/",
+            Action::Respond(text("hello from an embedded ScalWS\n")),
+        ))?;
     Ok(Gateway::builder()
         .listener("main")
         .application(app)

@@ -3,63 +3,143 @@
 //! dispatched statically; a box is paid only where one of these is used.
 
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use scalws_core::error::{error_response, status_for};
 use scalws_core::{Body, BoxError};
-use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
+
+use crate::ActionFuture;
 
 /// A boxed, cloneable HTTP service that never fails: its errors have already
 /// become responses. What [`Action::Service`](crate::Action::Service), the
 /// embedder's layers ([`Route::layer`](crate::Route::layer),
 /// [`ApplicationBuilder::layer`](crate::ApplicationBuilder::layer)) and
 /// [`Gateway::boxed`](crate::Gateway::boxed) are made of.
-pub type HttpService = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
+///
+/// Like tower's `BoxCloneSyncService`, but cloning it is one reference-count
+/// increment (the service inside is shared, and cloned only per call), and
+/// its future is the stack's own [`ActionFuture`]: a layer over a ScalWS
+/// stage adds one box per request, not three.
+#[derive(Clone)]
+pub struct HttpService {
+    inner: Arc<dyn Erased>,
+}
 
-/// Boxes `service`; an error it returns becomes a short plain-text response
-/// (413 for a request body past its limit, else 500) and a log line.
-pub fn boxed<S>(service: S) -> HttpService
+impl std::fmt::Debug for HttpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpService")
+    }
+}
+
+/// A service behind the box: called by shared reference.
+trait Erased: Send + Sync {
+    fn call(&self, request: Request<Body>) -> ActionFuture;
+}
+
+/// Any service: a clone of it per call, its future boxed, its errors answered.
+struct Answered<S>(S);
+
+impl<S> Erased for Answered<S>
 where
     S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
 {
-    BoxCloneSyncService::new(Answered(service))
-}
-
-/// A service whose errors are answered: what [`boxed`] boxes.
-#[derive(Clone)]
-struct Answered<S>(S);
-
-impl<S> Service<Request<Body>> for Answered<S>
-where
-    S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = crate::ActionFuture;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Infallible>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request<Body>) -> crate::ActionFuture {
-        // Ready or not, the clone is called through `oneshot`, which waits
-        // for it to be ready: a service of the embedder's may apply backpressure.
+    fn call(&self, request: Request<Body>) -> ActionFuture {
+        // Through `oneshot`, which waits for the clone to be ready: a service
+        // of the embedder's may apply backpressure.
         let call = self.0.clone().oneshot(request);
-        crate::ActionFuture::boxed(async move {
+        ActionFuture::boxed(async move {
             match call.await {
                 Ok(response) => response,
                 Err(error) => error_as_response(&error.into()),
             }
         })
     }
+}
+
+/// A ScalWS stage, always ready, whose future already is an `ActionFuture`.
+struct Direct<S>(S);
+
+impl<S> Erased for Direct<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = ActionFuture>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    fn call(&self, request: Request<Body>) -> ActionFuture {
+        self.0.clone().call(request)
+    }
+}
+
+impl HttpService {
+    /// Boxes `service`; an error it returns becomes a short plain-text
+    /// response (413 for a request body past its limit, else 500) and a log line.
+    pub fn new<S>(service: S) -> Self
+    where
+        S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+    {
+        Self {
+            inner: Arc::new(Answered(service)),
+        }
+    }
+
+    /// Boxes a ScalWS stage (always ready, never failing), without boxing
+    /// its future again.
+    pub(crate) fn direct<S>(service: S) -> Self
+    where
+        S: Service<
+                Request<Body>,
+                Response = Response<Body>,
+                Error = Infallible,
+                Future = ActionFuture,
+            > + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+        Self {
+            inner: Arc::new(Direct(service)),
+        }
+    }
+
+    /// Calls the service without a clone of the box.
+    #[inline]
+    pub(crate) fn call_ref(&self, request: Request<Body>) -> ActionFuture {
+        self.inner.call(request)
+    }
+}
+
+/// Always ready: readiness is awaited per call, inside.
+impl Service<Request<Body>> for HttpService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ActionFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+        self.inner.call(request)
+    }
+}
+
+/// Boxes `service` ([`HttpService::new`]).
+pub fn boxed<S>(service: S) -> HttpService
+where
+    S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + Sync + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    HttpService::new(service)
 }
 
 #[cold]

@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
 
 use super::activity::Activity;
+use super::bodiless::without_forbidden_body;
 use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
 
@@ -54,7 +55,7 @@ impl Edge {
         let head = request.method() == Method::HEAD;
         if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
             let response = reject(StatusCode::PAYLOAD_TOO_LARGE, request.version());
-            return Ok(without_forbidden_body(response, head));
+            return Ok(without_forbidden_body(response, head).0);
         }
 
         let (mut parts, body) = request.into_parts();
@@ -73,55 +74,8 @@ impl Edge {
                 .entry(header::ALT_SVC)
                 .or_insert_with(|| alt_svc.clone());
         }
-        Ok(without_forbidden_body(response, head))
+        Ok(without_forbidden_body(response, head).0)
     }
-}
-
-/// HEAD responses and 1xx/204/304 never carry a body (RFC 9110 6.4.1). hyper
-/// drops such bodies on HTTP/1.1 but sends them on HTTP/2, where a client
-/// resets the stream; so every response passes here, whoever made it.
-fn without_forbidden_body<B>(
-    response: Response<Either<B, Body>>,
-    head: bool,
-) -> Response<Either<B, Body>>
-where
-    B: http_body::Body,
-{
-    let status = response.status();
-    let bodiless_status = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    if !head && !bodiless_status {
-        return response;
-    }
-    strip_body(response, head && !bodiless_status)
-}
-
-#[cold]
-#[inline(never)]
-fn strip_body<B>(
-    response: Response<Either<B, Body>>,
-    keep_length: bool,
-) -> Response<Either<B, Body>>
-where
-    B: http_body::Body,
-{
-    let (mut parts, body) = response.into_parts();
-    if parts.status == StatusCode::NO_CONTENT || parts.status.is_informational() {
-        parts.headers.remove(header::CONTENT_LENGTH);
-    } else if keep_length && !parts.headers.contains_key(header::CONTENT_LENGTH) {
-        // HEAD answers with the length a GET would have had, when it is known.
-        let hint = match &body {
-            Either::Left(body) => body.size_hint(),
-            Either::Right(body) => http_body::Body::size_hint(body),
-        };
-        if let Some(length) = hint.exact() {
-            parts
-                .headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-        }
-    }
-    Response::from_parts(parts, Either::Right(Body::empty()))
 }
 
 pub(crate) fn declared_length<B>(request: &Request<B>) -> Option<u64> {

@@ -7,6 +7,7 @@
 //! (configuration reloads) before it is shut down.
 
 mod activity;
+mod bodiless;
 mod connection;
 mod edge;
 mod h3;

@@ -23,7 +23,6 @@ use http::{Request, Response, StatusCode};
 use scalws_core::Body;
 use scalws_core::error::error_response;
 use scalws_router::normalize_path;
-use tower::ServiceExt;
 
 pub use backends::{Backend, Backends, Split};
 pub use future::ActionFuture;
@@ -106,8 +105,7 @@ impl Action {
 #[cold]
 #[inline(never)]
 pub(crate) fn call_boxed(service: &HttpService, request: Request<Body>) -> ActionFuture {
-    let call = service.clone().oneshot(request);
-    ActionFuture::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
+    service.call_ref(request)
 }
 
 /// Every action is a service: a gateway is not needed to use one.

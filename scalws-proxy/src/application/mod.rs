@@ -131,7 +131,7 @@ impl ApplicationBuilder {
             redirect_check,
             unrouted,
             layered: (!layers.is_empty()).then(|| {
-                let mut service = HttpService::new(ApplicationRoutes(weak.clone()));
+                let mut service = HttpService::direct(ApplicationRoutes(weak.clone()));
                 for layer in &layers {
                     service = layer(service);
                 }

@@ -56,7 +56,7 @@ impl Gateway {
     /// (`tower::util::BoxCloneService` and the like are accepted by
     /// [`Server::serve`](scalws_core::Server::serve)).
     pub fn boxed(self) -> HttpService {
-        HttpService::new(self)
+        HttpService::direct(self)
     }
 
     /// The listeners, in declaration order, with their host tables.

@@ -258,7 +258,7 @@ impl Route {
 }
 
 fn build_layers(inner: &RouteInner, layers: &[LayerFn]) -> HttpService {
-    let mut service = HttpService::new(inner.clone());
+    let mut service = HttpService::direct(inner.clone());
     for layer in layers {
         service = layer(service);
     }

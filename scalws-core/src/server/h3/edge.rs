@@ -1,13 +1,14 @@
 //! One HTTP/3 request stream: head, limits, `ConnInfo`, the service call. The
 //! same rules as the TCP edge: a failure or a panic becomes a response.
 
+use super::super::bodiless::without_forbidden_body;
 use super::super::edge::{declared_length, failed, panicked};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::Either;
 use tower::{Service, ServiceExt};
 
@@ -93,42 +94,6 @@ impl Edge {
             Err(_panic) => panicked(),
         }
     }
-}
-
-/// HEAD responses and 1xx/204/304 carry no body (RFC 9110 6.4.1). Returns the
-/// response and whether its body is to be sent.
-fn without_forbidden_body<B>(
-    mut response: Response<Either<B, Body>>,
-    is_head: bool,
-) -> (Response<Either<B, Body>>, bool)
-where
-    B: http_body::Body,
-{
-    let status = response.status();
-    let bodiless_status = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    if !is_head && !bodiless_status {
-        return (response, true);
-    }
-    if status == StatusCode::NO_CONTENT || status.is_informational() {
-        response.headers_mut().remove(header::CONTENT_LENGTH);
-    } else if is_head
-        && !bodiless_status
-        && !response.headers().contains_key(header::CONTENT_LENGTH)
-    {
-        // HEAD answers with the length a GET would have had, when it is known.
-        let hint = match response.body() {
-            Either::Left(body) => body.size_hint(),
-            Either::Right(body) => http_body::Body::size_hint(body),
-        };
-        if let Some(length) = hint.exact() {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-        }
-    }
-    (response, false)
 }
 
 #[cold]

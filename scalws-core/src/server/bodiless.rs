@@ -1,0 +1,58 @@
+//! HEAD responses and 1xx/204/304 never carry a body (RFC 9110 6.4.1,
+//! 8.6). hyper drops such bodies on HTTP/1.1 but sends them on HTTP/2, where
+//! a client resets the stream, and h3 sends whatever it is given; so every
+//! response of every protocol passes here, whoever made it.
+
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::Either;
+
+use crate::Body;
+
+/// The response as it may be sent, and whether its body is to be sent:
+/// `false` for a HEAD request and for 1xx, 204 and 304, whose body is then
+/// replaced by an empty one. A 1xx or 204 loses its `Content-Length`; a
+/// HEAD answer keeps the length a GET would have had, set from the body's
+/// exact size when the response has none.
+#[inline]
+pub(crate) fn without_forbidden_body<B>(
+    response: Response<Either<B, Body>>,
+    head: bool,
+) -> (Response<Either<B, Body>>, bool)
+where
+    B: http_body::Body,
+{
+    let status = response.status();
+    let bodiless_status = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if !head && !bodiless_status {
+        return (response, true);
+    }
+    (strip_body(response, head && !bodiless_status), false)
+}
+
+#[cold]
+#[inline(never)]
+fn strip_body<B>(
+    response: Response<Either<B, Body>>,
+    keep_length: bool,
+) -> Response<Either<B, Body>>
+where
+    B: http_body::Body,
+{
+    let (mut parts, body) = response.into_parts();
+    if parts.status == StatusCode::NO_CONTENT || parts.status.is_informational() {
+        parts.headers.remove(header::CONTENT_LENGTH);
+    } else if keep_length && !parts.headers.contains_key(header::CONTENT_LENGTH) {
+        let hint = match &body {
+            Either::Left(body) => body.size_hint(),
+            Either::Right(body) => http_body::Body::size_hint(body),
+        };
+        if let Some(length) = hint.exact() {
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+    }
+    Response::from_parts(parts, Either::Right(Body::empty()))
+}
