@@ -186,6 +186,17 @@ impl ApplicationBuilder {
         } = route;
         let mut target: Route = target.into();
         target.bind_prefix(&path)?;
+        if target.wants_route_identity() {
+            let identity = RouteSpec {
+                path: path.clone(),
+                methods: methods.clone(),
+                headers: headers.clone(),
+                query: query.clone(),
+                target: (),
+            }
+            .identity();
+            target.bind_identity(&identity);
+        }
         let redirects = target.redirects_to_https();
         let route = RouteSpec {
             path,

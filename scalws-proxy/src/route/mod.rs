@@ -223,6 +223,19 @@ impl Route {
         }
     }
 
+    /// Whether the action needs the route's identity (a proxy's route cache).
+    pub(crate) fn wants_route_identity(&self) -> bool {
+        matches!(&self.inner.action, Action::Proxy(proxy) if proxy.wants_route())
+    }
+
+    /// Hands the route's identity to the action that asked for it.
+    pub(crate) fn bind_identity(&mut self, identity: &str) {
+        if let Action::Proxy(proxy) = &mut self.inner.action {
+            proxy.bind_route(identity);
+        }
+        self.rebuild_layers();
+    }
+
     pub(crate) fn redirects_to_https(&self) -> bool {
         self.https_redirect
     }

@@ -85,6 +85,49 @@ impl<T> RouteSpec<T> {
         self
     }
 
+    /// The route's conditions as one canonical text, the same whatever the
+    /// order its headers and query parameters were given in:
+    /// `prefix /api; methods GET,HEAD; header x-canary=1; query v=2`. Two
+    /// routes of one application with the same identity match the same
+    /// requests. (A response cache keeps each route's entries apart by it.)
+    pub fn identity(&self) -> String {
+        let (kind, path) = match &self.path {
+            PathMatch::Exact(p) => ("exact", p),
+            PathMatch::Prefix(p) => ("prefix", p),
+            PathMatch::Pattern(p) => ("pattern", p),
+        };
+        let mut text = format!("{kind} {path}");
+        if let Some(methods) = &self.methods {
+            let mut names: Vec<&str> = methods.iter().map(Method::as_str).collect();
+            names.sort_unstable();
+            names.dedup();
+            text.push_str("; methods ");
+            text.push_str(&names.join(","));
+        }
+        let mut headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                format!(
+                    "header {name}={}",
+                    String::from_utf8_lossy(value.as_bytes())
+                )
+            })
+            .collect();
+        headers.sort_unstable();
+        let mut query: Vec<String> = self
+            .query
+            .iter()
+            .map(|(k, v)| format!("query {k}={v}"))
+            .collect();
+        query.sort_unstable();
+        for condition in headers.iter().chain(&query) {
+            text.push_str("; ");
+            text.push_str(condition);
+        }
+        text
+    }
+
     /// The same conditions, leading to `target` instead.
     pub fn map<U>(self, target: impl FnOnce(T) -> U) -> RouteSpec<U> {
         RouteSpec {
@@ -94,5 +137,46 @@ impl<T> RouteSpec<T> {
             query: self.query,
             target: target(self.target),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_ignores_the_order_conditions_were_given_in() {
+        let a = RouteSpec::prefix("/api", ())
+            .methods([Method::HEAD, Method::GET])
+            .header(
+                HeaderName::from_static("x-b"),
+                HeaderValue::from_static("2"),
+            )
+            .header(
+                HeaderName::from_static("x-a"),
+                HeaderValue::from_static("1"),
+            )
+            .query("v", "2");
+        let b = RouteSpec::prefix("/api", ())
+            .query("v", "2")
+            .header(
+                HeaderName::from_static("x-a"),
+                HeaderValue::from_static("1"),
+            )
+            .header(
+                HeaderName::from_static("x-b"),
+                HeaderValue::from_static("2"),
+            )
+            .methods([Method::GET, Method::HEAD]);
+        assert_eq!(a.identity(), b.identity());
+        assert_eq!(
+            a.identity(),
+            "prefix /api; methods GET,HEAD; header x-a=1; header x-b=2; query v=2"
+        );
+        assert_ne!(a.identity(), RouteSpec::prefix("/api", ()).identity());
+        assert_ne!(
+            RouteSpec::exact("/api", ()).identity(),
+            RouteSpec::prefix("/api", ()).identity()
+        );
     }
 }

@@ -40,6 +40,8 @@ use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool, UpstreamServ
 pub struct Proxy {
     forward: Forward,
     cached: Option<CacheService<Forward>>,
+    /// A cache to put in front once the route is known (`with_route_cache`).
+    route_cache: Option<Cache>,
 }
 
 /// The proxy's own steps without the cache: what the cache asks on a miss.
@@ -84,6 +86,7 @@ impl Proxy {
                 upstream: None,
             },
             cached: None,
+            route_cache: None,
         }
     }
 
@@ -97,6 +100,28 @@ impl Proxy {
     pub fn with_cache(mut self, cache: &Cache, partition: &str) -> Self {
         self.cached = Some(cache.layer_for(partition).layer(self.forward.clone()));
         self
+    }
+
+    /// Answers from `cache` like [`with_cache`](Self::with_cache), with the
+    /// route's own partition: the application names it by the route's
+    /// conditions ([`RouteSpec::identity`](scalws_router::RouteSpec::identity))
+    /// when the route is added, so routes keep their entries apart and
+    /// reordering routes mixes nothing. Outside an application, no cache.
+    pub fn with_route_cache(mut self, cache: &Cache) -> Self {
+        self.route_cache = Some(cache.clone());
+        self
+    }
+
+    pub(crate) fn wants_route(&self) -> bool {
+        self.route_cache.is_some()
+    }
+
+    /// Puts the cache asked for by [`with_route_cache`](Self::with_route_cache)
+    /// in front, partitioned by `identity`.
+    pub(crate) fn bind_route(&mut self, identity: &str) {
+        if let Some(cache) = self.route_cache.take() {
+            self.cached = Some(cache.layer_for(identity).layer(self.forward.clone()));
+        }
     }
 
     /// Puts `layer` around the upstream call: it sees each request as the

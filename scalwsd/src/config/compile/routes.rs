@@ -95,12 +95,9 @@ impl Compiler<'_> {
                 .map(|pool| {
                     let proxy = Proxy::new(pool);
                     match (&self.cache, r.cache.as_ref().map(|c| c.value)) {
+                        // Partitioned by the route's conditions when it is added.
                         (Some(cache), None | Some(true)) => {
-                            // Named by what the route matches, not by its position,
-                            // so reordering routes does not mix their entries.
-                            let partition =
-                                format!("{path_match:?}|{methods:?}|{headers:?}|{query:?}");
-                            Action::Proxy(proxy.with_cache(cache, &partition))
+                            Action::Proxy(proxy.with_route_cache(cache))
                         }
                         _ => Action::Proxy(proxy),
                     }
