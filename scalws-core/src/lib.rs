@@ -20,18 +20,23 @@
 //!
 //! Core knows nothing of routing, caching or proxying.
 //!
-//! ```no_run
+//! ```
 //! use std::convert::Infallible;
 //! use http::{Request, Response};
 //! use scalws_core::{Body, Limits, ListenerSpec, Server};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let hello = tower::service_fn(|_req: Request<Body>| async {
 //!     Ok::<_, Infallible>(Response::new(Body::from("hello\n")))
 //! });
-//! let listeners = [ListenerSpec::http("http", "127.0.0.1:8080".parse()?)];
+//! let listeners = [ListenerSpec::http("http", "127.0.0.1:0".parse()?)];
 //! let server = Server::bind(&listeners, Limits::default())?;
-//! server.serve(hello, async { let _ = tokio::signal::ctrl_c().await; }).await;
+//! println!("serving on {:?}", server.local_addrs());
+//! // `serve(service, shutdown)` serves until the shutdown future resolves;
+//! // `start` returns a running server to reconfigure and shut down.
+//! let running = server.start(hello);
+//! running.shutdown().await;
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]

@@ -10,6 +10,7 @@ mod activity;
 mod bodiless;
 mod connection;
 mod edge;
+#[cfg(feature = "http3")]
 mod h3;
 mod io;
 mod limits;
@@ -90,6 +91,7 @@ struct Bound {
 
 enum Socket {
     Tcp(TcpListener),
+    #[cfg(feature = "http3")]
     Udp(std::net::UdpSocket),
 }
 

@@ -18,9 +18,10 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
+#[cfg(feature = "http3")]
+use super::h3;
 use super::{
     BindFailed, Bound, Limits, ListenerProtocol, ListenerSpec, Phase, Socket, bind_tcp, connection,
-    h3,
 };
 use crate::Body;
 use crate::error::BoxError;
@@ -378,6 +379,7 @@ where
                 phase: watching.clone(),
                 connections: self.connections.clone(),
             })),
+            #[cfg(feature = "http3")]
             Socket::Udp(socket) => tokio::spawn(h3::accept_loop(h3::Acceptor {
                 state: state.clone(),
                 socket,
@@ -442,12 +444,21 @@ fn bind(spec: &ListenerSpec) -> Result<Bound, BindFailed> {
         ListenerProtocol::Http | ListenerProtocol::Https(_) => {
             Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
         }
+        #[cfg(feature = "http3")]
         ListenerProtocol::Http3(_) => {
             Socket::Udp(std::net::UdpSocket::bind(spec.address).map_err(fail)?)
+        }
+        #[cfg(not(feature = "http3"))]
+        ListenerProtocol::Http3(_) => {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "HTTP/3 is not built in (scalws-core's \"http3\" feature is off)",
+            )));
         }
     };
     let local = match &socket {
         Socket::Tcp(tcp) => tcp.local_addr(),
+        #[cfg(feature = "http3")]
         Socket::Udp(udp) => udp.local_addr(),
     }
     .map_err(fail)?;

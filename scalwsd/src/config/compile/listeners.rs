@@ -27,7 +27,15 @@ impl Compiler<'_> {
             let kind = match l.protocol.as_ref().map(|p| p.value.as_str()) {
                 None | Some("http") => Some(Kind::Http),
                 Some("https") => Some(Kind::Https),
-                Some("http3") => Some(Kind::Http3),
+                Some("http3") if cfg!(feature = "http3") => Some(Kind::Http3),
+                Some("http3") => {
+                    self.errors.at(
+                        &protocol_at,
+                        path("protocol"),
+                        "HTTP/3 is not built into this scalwsd (build it with --features http3)",
+                    );
+                    None
+                }
                 Some(other) => {
                     let hint = did_you_mean(other, ["http", "https", "http3"]);
                     self.errors.at(
