@@ -90,17 +90,27 @@ where
                 remaining: limits.max_request_body,
             })
         });
-        let call = AssertUnwindSafe(self.inner.call(request)).catch_unwind();
+        // A panic in `call` itself (where a ScalWS stack does its routing)
+        // as well as one while its future runs becomes 500.
+        let inner = &mut self.inner;
+        let call = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+            Err(_panic) => return Box::pin(async { Ok(panicked()) }),
+        };
         Box::pin(async move {
             match call.await {
                 Ok(result) => result,
-                Err(_panic) => {
-                    tracing::error!("request handler panicked; answered 500");
-                    Ok(error_response(StatusCode::INTERNAL_SERVER_ERROR))
-                }
+                Err(_panic) => Ok(panicked()),
             }
         })
     }
+}
+
+#[cold]
+#[inline(never)]
+fn panicked() -> Response<Body> {
+    tracing::error!("request handler panicked; answered 500");
+    error_response(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// The status for a request head past a limit, if it is.

@@ -20,9 +20,10 @@ use crate::ActionFuture;
 /// [`Gateway::boxed`](crate::Gateway::boxed) are made of.
 ///
 /// Like tower's `BoxCloneSyncService`, but cloning it is one reference-count
-/// increment (the service inside is shared, and cloned only per call), and
-/// its future is the stack's own [`ActionFuture`]: a layer over a ScalWS
-/// stage adds one box per request, not three.
+/// increment (the service inside is shared: a service of yours is cloned
+/// per call, a ScalWS stage not at all), and its future is the stack's own
+/// [`ActionFuture`]: a layer over a ScalWS stage adds one box per request,
+/// not three.
 #[derive(Clone)]
 pub struct HttpService {
     inner: Arc<dyn Erased>,
@@ -61,19 +62,18 @@ where
     }
 }
 
-/// A ScalWS stage, always ready, whose future already is an `ActionFuture`.
+/// A ScalWS stage that answers by shared reference: no clone per call.
+pub(crate) trait Answer: Send + Sync + 'static {
+    /// Answers one request.
+    fn answer(&self, request: Request<Body>) -> ActionFuture;
+}
+
+/// A ScalWS stage behind the box.
 struct Direct<S>(S);
 
-impl<S> Erased for Direct<S>
-where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = ActionFuture>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-{
+impl<S: Answer> Erased for Direct<S> {
     fn call(&self, request: Request<Body>) -> ActionFuture {
-        self.0.clone().call(request)
+        self.0.answer(request)
     }
 }
 
@@ -93,18 +93,7 @@ impl HttpService {
 
     /// Boxes a ScalWS stage (always ready, never failing), without boxing
     /// its future again.
-    pub(crate) fn direct<S>(service: S) -> Self
-    where
-        S: Service<
-                Request<Body>,
-                Response = Response<Body>,
-                Error = Infallible,
-                Future = ActionFuture,
-            > + Clone
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub(crate) fn direct<S: Answer>(service: S) -> Self {
         Self {
             inner: Arc::new(Direct(service)),
         }

@@ -81,7 +81,11 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> Result<(String, bo
     let method = Method::from_bytes(args.method.as_bytes())
         .map_err(|_| format!("invalid method {:?}", args.method))?;
 
-    let mut request = Request::builder().method(method).uri(uri.clone());
+    // As an HTTP/1.1 client sends it: origin-form, the URL's authority as
+    // `Host` unless a `-H 'Host: ...'` says otherwise.
+    let target = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut request = Request::builder().method(method).uri(target);
+    let mut host_given = false;
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')
@@ -90,7 +94,11 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> Result<(String, bo
             .map_err(|_| format!("invalid header name in {header:?}"))?;
         let value = HeaderValue::from_str(value.trim())
             .map_err(|_| format!("invalid header value in {header:?}"))?;
+        host_given |= name == http::header::HOST;
         request = request.header(name, value);
+    }
+    if !host_given {
+        request = request.header(http::header::HOST, authority.as_str());
     }
     let (mut parts, ()) = request
         .body(())
@@ -102,21 +110,28 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> Result<(String, bo
         ListenerProtocol::Http => Scheme::Http,
         ListenerProtocol::Https(_) | ListenerProtocol::Http3(_) => Scheme::Https,
     };
-    let local = SocketAddr::new(
-        listener.address.ip(),
-        port.unwrap_or(listener.address.port()),
-    );
+    let local = listener.address;
     let peer: SocketAddr = ([127, 0, 0, 1], 40000).into();
     let mut conn = ConnInfo::new(listener.name.clone(), scheme, peer, local, None);
     let mut sni_note = String::new();
     if scheme == Scheme::Https {
-        let sni: Arc<str> = args
-            .sni
-            .as_deref()
-            .unwrap_or_else(|| authority.host())
-            .into();
-        sni_note = format!(" (SNI {sni})");
-        conn = ConnInfo::new(listener.name.clone(), scheme, peer, local, Some(sni));
+        // Clients send no SNI for an IP address (RFC 6066 3).
+        let host = authority.host();
+        let by_address = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok();
+        let sni: Option<Arc<str>> = match args.sni.as_deref() {
+            Some(sni) => Some(sni.into()),
+            None if by_address => None,
+            None => Some(host.into()),
+        };
+        sni_note = match &sni {
+            Some(sni) => format!(" (SNI {sni})"),
+            None => " (no SNI: the host is an IP address)".to_owned(),
+        };
+        conn = ConnInfo::new(listener.name.clone(), scheme, peer, local, sni);
         if let ListenerProtocol::Https(certificates) | ListenerProtocol::Http3(certificates) =
             &listener.protocol
         {

@@ -1,11 +1,14 @@
 //! # scalwsd
 //!
-//! The ScalWS binary's library: the YAML configuration (schema, checks with
-//! `FILE:LINE:COLUMN: key.path: message` errors, and the translation into a
-//! [`scalws_proxy::Gateway`]), the command line, and the process life
-//! (bind, serve, reload on SIGHUP or `POST /reload`, the admin listener with
-//! Prometheus metrics, the access log, drain on SIGTERM/SIGINT). `main.rs`
-//! only calls [`run::main`].
+//! The ScalWS binary's library. Always: the YAML configuration ([`config`]:
+//! the schema, checks with `FILE:LINE:COLUMN: key.path: message` errors,
+//! and the translation into [`scalws_core::Limits`], listeners and a
+//! [`scalws_proxy::Gateway`]). With the `binary` feature (default): the
+//! command line, `scalwsd explain`, and the process life (bind, serve,
+//! reload on SIGHUP or `POST /reload`, the admin listener with Prometheus
+//! metrics, the access log, drain on SIGTERM/SIGINT); `main.rs` only calls
+//! `run::main`. With `kubernetes` (default): `scalwsd translate` and the
+//! controller. With `http3` (default): `http3` listeners.
 //!
 //! ```
 //! use std::path::Path;

@@ -195,7 +195,8 @@ impl ApplicationBuilder {
                 target: (),
             }
             .identity();
-            target.bind_identity(&identity);
+            // Applications sharing one cache keep their entries apart too.
+            target.bind_identity(&format!("{:?} {identity}", &*self.name));
         }
         let redirects = target.redirects_to_https();
         let route = RouteSpec {

@@ -5,14 +5,16 @@
 //!
 //! Around the gateway, outermost first, as `scalwsd` stacks them:
 //!
-//! 1. **Access log** ([`AccessLogLayer`](crate::access_log::AccessLogLayer)):
-//!    one line per request when its response body ends.
-//! 2. **Request limits**: head size and count (431), declared and streamed
-//!    body size (413), the header and keep-alive timeouts: enforced by the
-//!    server's connection edge ([`scalws_core::Server`]); for a gateway
-//!    mounted elsewhere, by [`RequestLimitsLayer`](scalws_core::RequestLimitsLayer).
-//!    A panic below becomes 500 there, and HEAD and 1xx/204/304 answers lose
-//!    their bodies.
+//! 1. **Request limits and the edge**: head size and count (431), declared
+//!    and streamed body size (413), the header and keep-alive timeouts, a
+//!    panic below answered 500, and no body on HEAD and 1xx/204/304 answers:
+//!    the server's connection edge ([`scalws_core::Server`]). For a gateway
+//!    mounted in another server, [`RequestLimitsLayer`](scalws_core::RequestLimitsLayer)
+//!    does the body and head limits and the panic (timeouts and bodiless
+//!    answers stay that server's job).
+//! 2. **Access log** ([`AccessLogLayer`](crate::access_log::AccessLogLayer)):
+//!    one line per request when its response body ends (what the edge
+//!    refuses before it, an early 413, is not logged).
 //!
 //! In the gateway ([`Gateway`]; [`SharedGateway`](super::SharedGateway) picks
 //! the gateway current when the request arrives):
@@ -52,15 +54,17 @@
 //!     [`UpstreamPool`](crate::upstream::UpstreamPool).
 //! 14. On the way back: **response_headers**
 //!     ([`ResponseHeadersLayer`](crate::ResponseHeadersLayer)) on every
-//!     answer of the route, errors included.
+//!     answer of steps 11 to 13, errors included (an answer the route's
+//!     embedder layers make themselves is outside them).
 //!
 //! Answers made before a route (400, 404, 405, 421, 308) are counted in the
 //! gateway's unrouted metrics, when it has them.
 //!
 //! Inside the gateway the stages are called directly, not through a layer
 //! each: one future type ([`ActionFuture`]) from top to bottom, a box only
-//! for an action that waits (static files, proxy) and at the embedder's
-//! points, and a stage a request does not need costs it one test.
+//! for a future that waits (static files, proxy, and a timeout or response
+//! headers around one) and at the embedder's points, and a stage a request
+//! does not need costs it one test.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -77,7 +81,7 @@ use crate::application::{Application, ApplicationRoutes, select_route};
 use crate::observe::metrics::RouteMetrics;
 use crate::route::policy::https_redirect;
 use crate::route::{Policies, Route, RouteInner};
-use crate::service::HttpService;
+use crate::service::{Answer, HttpService};
 
 impl Gateway {
     /// Steps 3 to 14, for one request.
@@ -237,17 +241,17 @@ impl tower::Service<Request<Body>> for RouteInner {
     }
 }
 
-/// What an application's embedder layers wrap: steps 8 to 14.
-impl tower::Service<Request<Body>> for ApplicationRoutes {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = ActionFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
+/// What a route's embedder layers wrap, called by reference.
+impl Answer for RouteInner {
+    fn answer(&self, request: Request<Body>) -> ActionFuture {
+        let (parts, body) = request.into_parts();
+        self.run(parts, body)
     }
+}
 
-    fn call(&mut self, request: Request<Body>) -> ActionFuture {
+/// What an application's embedder layers wrap: steps 8 to 14.
+impl Answer for ApplicationRoutes {
+    fn answer(&self, request: Request<Body>) -> ActionFuture {
         let Some(application) = self.0.upgrade() else {
             // Only a layer that kept the request past its own answer gets here.
             return ActionFuture::error(http::StatusCode::SERVICE_UNAVAILABLE);
@@ -258,6 +262,12 @@ impl tower::Service<Request<Body>> for ApplicationRoutes {
             (Some(metrics), false) => count_unrouted(future, metrics),
             _ => future,
         }
+    }
+}
+
+impl Answer for Gateway {
+    fn answer(&self, request: Request<Body>) -> ActionFuture {
+        self.call_ref(request)
     }
 }
 

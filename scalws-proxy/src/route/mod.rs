@@ -112,7 +112,8 @@ impl Route {
         self.with_policies(|p| p.request_headers = (!headers.is_empty()).then_some(headers))
     }
 
-    /// Changes the headers of every response of the route, errors included.
+    /// Changes the headers of every response of the route, errors included
+    /// (not what the route's embedder layers answer themselves: they wrap it).
     pub fn response_headers(self, headers: HeaderModifier) -> Self {
         self.with_policies(|p| {
             p.response_headers = (!headers.is_empty()).then(|| Arc::new(headers));
@@ -179,11 +180,11 @@ impl Route {
     /// The names of the policies the route applies, in the order they run.
     pub fn policy_names(&self) -> Vec<&'static str> {
         let mut names = Vec::new();
-        if self.layered.is_some() {
-            names.push("layer");
-        }
         if self.https_redirect {
             names.push("https_redirect");
+        }
+        if self.layered.is_some() {
+            names.push("layer");
         }
         if let Some(policies) = &self.inner.policies {
             if policies.rewrite.is_some() {

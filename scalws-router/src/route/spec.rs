@@ -87,7 +87,9 @@ impl<T> RouteSpec<T> {
 
     /// The route's conditions as one canonical text, the same whatever the
     /// order its headers and query parameters were given in:
-    /// `prefix /api; methods GET,HEAD; header x-canary=1; query v=2`. Two
+    /// `prefix "/api"; methods GET,HEAD; header x-canary="1"; query "v"="2"`
+    /// (values quoted and escaped, so no value can pass for another
+    /// condition). Two
     /// routes of one application with the same identity match the same
     /// requests. (A response cache keeps each route's entries apart by it.)
     pub fn identity(&self) -> String {
@@ -96,7 +98,7 @@ impl<T> RouteSpec<T> {
             PathMatch::Prefix(p) => ("prefix", p),
             PathMatch::Pattern(p) => ("pattern", p),
         };
-        let mut text = format!("{kind} {path}");
+        let mut text = format!("{kind} {path:?}");
         if let Some(methods) = &self.methods {
             let mut names: Vec<&str> = methods.iter().map(Method::as_str).collect();
             names.sort_unstable();
@@ -109,8 +111,8 @@ impl<T> RouteSpec<T> {
             .iter()
             .map(|(name, value)| {
                 format!(
-                    "header {name}={}",
-                    String::from_utf8_lossy(value.as_bytes())
+                    "header {name}={:?}",
+                    value.as_bytes().escape_ascii().to_string()
                 )
             })
             .collect();
@@ -118,7 +120,7 @@ impl<T> RouteSpec<T> {
         let mut query: Vec<String> = self
             .query
             .iter()
-            .map(|(k, v)| format!("query {k}={v}"))
+            .map(|(k, v)| format!("query {k:?}={v:?}"))
             .collect();
         query.sort_unstable();
         for condition in headers.iter().chain(&query) {
@@ -171,8 +173,20 @@ mod tests {
         assert_eq!(a.identity(), b.identity());
         assert_eq!(
             a.identity(),
-            "prefix /api; methods GET,HEAD; header x-a=1; header x-b=2; query v=2"
+            r#"prefix "/api"; methods GET,HEAD; header x-a="1"; header x-b="2"; query "v"="2""#
         );
+        // A value cannot pass for two conditions.
+        let sly = RouteSpec::prefix("/api", ()).header(
+            HeaderName::from_static("x-a"),
+            HeaderValue::from_static(r#"1"; query "v"="2"#),
+        );
+        let honest = RouteSpec::prefix("/api", ())
+            .header(
+                HeaderName::from_static("x-a"),
+                HeaderValue::from_static("1"),
+            )
+            .query("v", "2");
+        assert_ne!(sly.identity(), honest.identity());
         assert_ne!(a.identity(), RouteSpec::prefix("/api", ()).identity());
         assert_ne!(
             RouteSpec::exact("/api", ()).identity(),

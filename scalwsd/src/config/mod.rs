@@ -74,6 +74,25 @@ pub struct Carried {
     pub metrics: Metrics,
 }
 
+impl Carried {
+    /// The response cache of application `name`, for purges and statistics.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let yaml = "listeners: [{ name: http, address: 127.0.0.1:0 }]\n\
+    ///             applications:\n  - { name: shop, domains: ['*'], cache: {}, routes: [{ path: /, proxy: '127.0.0.1:9' }] }\n";
+    /// let config = scalwsd::config::load("shop.yaml", yaml, std::path::Path::new(".")).expect("valid");
+    /// let cache = config.carried.cache("shop").expect("shop has a cache");
+    /// assert_eq!(cache.stats().entries, 0);
+    /// assert!(config.carried.cache("other").is_none());
+    /// # }
+    /// ```
+    pub fn cache(&self, name: &str) -> Option<&Cache> {
+        self.caches.get(name).map(|(_, cache)| cache)
+    }
+}
+
 /// What a configuration may take from outside its text: certificate and key
 /// files held in memory (by the path the text names them with; the Kubernetes
 /// controller's Secrets), and whether a configuration without listeners is

@@ -42,6 +42,9 @@ pub struct Proxy {
     cached: Option<CacheService<Forward>>,
     /// A cache to put in front once the route is known (`with_route_cache`).
     route_cache: Option<Cache>,
+    /// The cache and partition `cached` was made from, to make it again
+    /// over the forwarding step when upstream layers are added later.
+    cache_source: Option<(Cache, String)>,
 }
 
 /// The proxy's own steps without the cache: what the cache asks on a miss.
@@ -87,6 +90,7 @@ impl Proxy {
             },
             cached: None,
             route_cache: None,
+            cache_source: None,
         }
     }
 
@@ -95,17 +99,29 @@ impl Proxy {
     /// share its store and bound but never its entries (a header-matched
     /// canary route must not answer for the route it shadows).
     ///
-    /// Set the cache last: layers added with
-    /// [`upstream_layer`](Self::upstream_layer) afterwards are not seen by it.
+    /// Misses go through the upstream layers, whichever order the two are set in.
     pub fn with_cache(mut self, cache: &Cache, partition: &str) -> Self {
-        self.cached = Some(cache.layer_for(partition).layer(self.forward.clone()));
+        self.cache_source = Some((cache.clone(), partition.to_owned()));
+        self.rebuild_cache();
         self
+    }
+
+    /// Makes the cache service again over the current forwarding step.
+    fn rebuild_cache(&mut self) {
+        if let Some((cache, partition)) = &self.cache_source {
+            self.cached = Some(
+                cache
+                    .layer_for(partition.as_str())
+                    .layer(self.forward.clone()),
+            );
+        }
     }
 
     /// Answers from `cache` like [`with_cache`](Self::with_cache), with the
     /// route's own partition: the application names it by the route's
-    /// conditions ([`RouteSpec::identity`](scalws_router::RouteSpec::identity))
-    /// when the route is added, so routes keep their entries apart and
+    /// name and the route's conditions
+    /// ([`RouteSpec::identity`](scalws_router::RouteSpec::identity)) when the
+    /// route is added, so routes keep their entries apart and
     /// reordering routes mixes nothing. Outside an application, no cache.
     pub fn with_route_cache(mut self, cache: &Cache) -> Self {
         self.route_cache = Some(cache.clone());
@@ -120,7 +136,8 @@ impl Proxy {
     /// in front, partitioned by `identity`.
     pub(crate) fn bind_route(&mut self, identity: &str) {
         if let Some(cache) = self.route_cache.take() {
-            self.cached = Some(cache.layer_for(identity).layer(self.forward.clone()));
+            self.cache_source = Some((cache, identity.to_owned()));
+            self.rebuild_cache();
         }
     }
 
@@ -134,7 +151,7 @@ impl Proxy {
     /// ([`UpstreamError`]) keep their statuses (502, 504), any other error
     /// of the layer's is answered 502. A response the layer makes itself is
     /// passed on as the upstream's. Layers added later wrap earlier ones.
-    /// The request's [`UpstreamAddress`] extension is set by the pool.
+    /// The response's [`UpstreamAddress`] extension is set by the pool.
     pub fn upstream_layer<L>(mut self, layer: L) -> Self
     where
         L: Layer<UpstreamService>,
@@ -149,6 +166,7 @@ impl Proxy {
         };
         let layered = layer.layer(inner).map_err(Into::into);
         self.forward.upstream = Some(BoxCloneSyncService::new(layered));
+        self.rebuild_cache();
         self
     }
 
