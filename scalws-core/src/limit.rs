@@ -196,3 +196,80 @@ where
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::convert::Infallible;
+    use std::future::Ready;
+
+    use tower::ServiceExt;
+
+    use super::*;
+
+    /// Panics in `call` itself, before any future exists.
+    #[derive(Clone)]
+    struct PanicsInCall;
+
+    impl Service<Request<Body>> for PanicsInCall {
+        type Response = Response<Body>;
+        type Error = Infallible;
+        type Future = Ready<Result<Response<Body>, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<Body>) -> Self::Future {
+            panic!("routing failed");
+        }
+    }
+
+    fn limits() -> RequestLimitsLayer {
+        RequestLimitsLayer::new(&Limits {
+            max_request_body: 4,
+            max_headers: 2,
+            ..Limits::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_call_is_answered_500() {
+        let service = limits().layer(PanicsInCall);
+        let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn heads_and_declared_bodies_past_the_limits_are_refused() {
+        let ok = tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, Infallible>(Response::new(Body::from("ok")))
+        });
+        let service = limits().layer(ok);
+        let crowded = Request::builder()
+            .header("a", "1")
+            .header("b", "2")
+            .header("c", "3")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let response = service.clone().oneshot(crowded).await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        );
+        let large = Request::builder()
+            .header(header::CONTENT_LENGTH, "5")
+            .body(http_body_util::Full::new(Bytes::from_static(b"12345")))
+            .unwrap();
+        let response = service.clone().oneshot(large).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(response.headers()[header::CONNECTION], "close");
+        let small = Request::builder()
+            .body(http_body_util::Full::new(Bytes::from_static(b"123")))
+            .unwrap();
+        assert_eq!(
+            service.oneshot(small).await.unwrap().status(),
+            StatusCode::OK
+        );
+    }
+}

@@ -296,6 +296,32 @@ async fn the_embedders_layers_run_where_they_are_put() {
 }
 
 #[tokio::test]
+async fn an_upstream_layer_added_after_the_cache_runs_on_misses() {
+    let upstream = echo(&[("cache-control", "max-age=60")]).await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let count = layer_fn(move |inner: UpstreamService| {
+        let counted = counted.clone();
+        service_fn(move |request: Request<Body>| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            inner.clone().oneshot(request)
+        })
+    });
+    let cache = scalws_cache::Cache::new(scalws_cache::CacheOptions::default());
+    let proxy = Proxy::new(pool(upstream.addr))
+        .with_cache(&cache, "p")
+        .upstream_layer(count);
+    let addr = serve(plain(), proxy).await[0];
+    let client = TestClient::new(Proto::Http1);
+    for _ in 0..3 {
+        assert_eq!(client.get(addr, "x.test", "/cached").await.status, 200);
+    }
+    // One miss went through the layer to the upstream; the rest were hits.
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(upstream.hits(), 1);
+}
+
+#[tokio::test]
 async fn policy_layers_work_outside_a_gateway() {
     let upstream = echo(&[]).await;
     let service = tower::ServiceBuilder::new()
