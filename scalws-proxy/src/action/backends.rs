@@ -7,7 +7,6 @@ use http::request::Parts;
 use http::{Request, Response, StatusCode};
 use scalws_core::Body;
 use scalws_core::error::error_response;
-use tower::ServiceExt;
 
 use super::{ActionFuture, Proxy};
 
@@ -103,12 +102,7 @@ where
 
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
         match self.choose() {
-            Some(service) => {
-                let call = service.clone().oneshot(request);
-                ActionFuture::boxed(
-                    async move { call.await.unwrap_or_else(|never| match never {}) },
-                )
-            }
+            Some(service) => ActionFuture::oneshot(service.clone(), request),
             None => ActionFuture::ready(error_response(StatusCode::INTERNAL_SERVER_ERROR)),
         }
     }

@@ -62,6 +62,19 @@ impl ActionFuture {
         }
     }
 
+    /// Calls `service` (readiness awaited, as `oneshot` does) and boxes its
+    /// future: how a stage calls a service of another type.
+    pub(crate) fn oneshot<S>(service: S, request: http::Request<Body>) -> Self
+    where
+        S: tower::Service<http::Request<Body>, Response = Response<Body>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let call = tower::ServiceExt::oneshot(service, request);
+        Self::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
+    }
+
     /// A future ready with the short plain-text response for `status`.
     #[cold]
     #[inline(never)]

@@ -12,7 +12,7 @@ use scalws_core::error::error_response;
 use scalws_router::{
     InvalidRoute, NoRoute, RouteSpec, RouteTable, RouteTableBuilder, normalize_path,
 };
-use tower::{Service, ServiceExt};
+use tower::Service;
 
 use crate::action::ActionFuture;
 
@@ -162,12 +162,7 @@ where
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
         let (mut parts, body) = request.into_parts();
         match self.select(&mut parts) {
-            Ok(service) => {
-                let call = service.clone().oneshot(Request::from_parts(parts, body));
-                ActionFuture::boxed(
-                    async move { call.await.unwrap_or_else(|never| match never {}) },
-                )
-            }
+            Ok(service) => ActionFuture::oneshot(service.clone(), Request::from_parts(parts, body)),
             Err(refusal) => ActionFuture::ready(refusal.into_response()),
         }
     }

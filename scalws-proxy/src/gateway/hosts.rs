@@ -11,7 +11,7 @@ use http::request::Parts;
 use http::{Request, Response, StatusCode};
 use scalws_core::{Body, ConnInfo, Scheme};
 use scalws_router::{DuplicateDomain, HostPattern, HostTable, HostTableBuilder, normalize_host};
-use tower::{Service, ServiceExt};
+use tower::Service;
 
 use crate::action::{ActionFuture, request_host};
 
@@ -287,7 +287,6 @@ where
             Ok(service) => service.clone(),
             Err(status) => return ActionFuture::error(status),
         };
-        let call = service.oneshot(Request::from_parts(parts, body));
-        ActionFuture::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
+        ActionFuture::oneshot(service, Request::from_parts(parts, body))
     }
 }

@@ -178,10 +178,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<scalws_core::Body>) -> crate::ActionFuture {
-        use tower::ServiceExt;
-        let call = self.inner.clone().oneshot(request);
-        crate::ActionFuture::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
-            .measured(&self.metrics)
+        crate::ActionFuture::oneshot(self.inner.clone(), request).measured(&self.metrics)
     }
 }
 

@@ -189,12 +189,7 @@ impl Proxy {
                 let forward = self.forward.clone();
                 ActionFuture::boxed(async move { forward.forward(request).await })
             }
-            Some(cached) => {
-                let call = cached.clone().oneshot(request);
-                ActionFuture::boxed(
-                    async move { call.await.unwrap_or_else(|never| match never {}) },
-                )
-            }
+            Some(cached) => ActionFuture::oneshot(cached.clone(), request),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::request::Parts;
 use http::{Request, Response};
 use scalws_core::Body;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
 use super::{HeaderModifier, Rewrite};
 use crate::action::ActionFuture;
@@ -110,8 +110,7 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    let call = inner.clone().oneshot(request);
-    ActionFuture::boxed(async move { call.await.unwrap_or_else(|never| match never {}) })
+    ActionFuture::oneshot(inner.clone(), request)
 }
 
 /// Changes the headers of every response of the inner service, errors
