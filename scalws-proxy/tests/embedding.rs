@@ -460,3 +460,41 @@ async fn body_text(response: Response<Body>) -> String {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
 }
+
+#[tokio::test]
+async fn an_applications_routes_are_counted_under_their_labels() {
+    let registry = scalws_proxy::metrics::Metrics::new();
+    let app = Application::builder("shop")
+        .domain("*")
+        .unwrap()
+        .metrics(&registry)
+        .route(RouteSpec::exact("/login", text("login")))
+        .unwrap()
+        .route(RouteSpec::prefix("/api", text("canary")).query("canary", "1"))
+        .unwrap()
+        .route(RouteSpec::prefix("/api", text("api")))
+        .unwrap();
+    let gateway = Gateway::builder()
+        .listener("http")
+        .application(app)
+        .build()
+        .unwrap();
+    let addr = serve(plain(), gateway).await[0];
+    let client = TestClient::new(Proto::Http1);
+    assert_eq!(client.get(addr, "x", "/api/a").await.text(), "api");
+    assert_eq!(
+        client.get(addr, "x", "/api/a?canary=1").await.text(),
+        "canary"
+    );
+    assert_eq!(client.get(addr, "x", "/login").await.text(), "login");
+    let mut counted: Vec<(String, u64)> = registry
+        .snapshot()
+        .into_iter()
+        .filter(|(app, _, _)| app == "shop")
+        .map(|(_, label, snapshot)| (label, snapshot.count()))
+        .collect();
+    counted.sort();
+    let expected = [("/api", 1), ("/api #2", 1), ("=/login", 1)];
+    let expected: Vec<(String, u64)> = expected.iter().map(|(l, n)| (l.to_string(), *n)).collect();
+    assert_eq!(counted, expected);
+}

@@ -55,6 +55,7 @@ impl Application {
             https_redirect: false,
             route_redirects: false,
             layers: Vec::new(),
+            metrics: None,
         }
     }
 
@@ -87,6 +88,8 @@ pub struct ApplicationBuilder {
     pub(crate) route_redirects: bool,
     /// The embedder's layers, innermost first.
     pub(crate) layers: Vec<AppLayerFn>,
+    /// Where routes added from now on are counted, and the labels given.
+    metrics: Option<(crate::metrics::Metrics, Vec<String>)>,
 }
 
 impl ApplicationBuilder {
@@ -140,6 +143,15 @@ impl ApplicationBuilder {
         })
     }
 
+    /// Counts each route added from now on in `registry`, under this
+    /// application's name and the route's [`route_label`](crate::metrics::route_label)
+    /// (a route that already has counters, [`Route::metrics`], keeps them).
+    /// A reload that builds the same routes gets the same counters back.
+    pub fn metrics(mut self, registry: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some((registry.clone(), Vec::new()));
+        self
+    }
+
     /// Adds a domain: `example.com`, `*.example.com`, `**.example.com` or `*`.
     pub fn domain(mut self, domain: &str) -> Result<Self, InvalidHostPattern> {
         self.domains.push(HostPattern::parse(domain)?);
@@ -186,6 +198,16 @@ impl ApplicationBuilder {
         } = route;
         let mut target: Route = target.into();
         target.bind_prefix(&path)?;
+        if let Some((registry, labels)) = &mut self.metrics
+            && target.metrics.is_none()
+        {
+            let mut label = crate::metrics::route_label(&path);
+            if labels.contains(&label) {
+                label = format!("{label} #{}", labels.len());
+            }
+            target = target.metrics(registry.route(&self.name, &label));
+            labels.push(label);
+        }
         if target.wants_route_identity() {
             let identity = RouteSpec {
                 path: path.clone(),

@@ -122,6 +122,19 @@ impl Metrics {
     }
 }
 
+/// A route's label in metrics: its path as written, `=` before an exact
+/// path (`=/login`, `/api`, `/users/{id}`). An application whose routes share
+/// a label adds ` #N` (the route's position) to the later ones
+/// ([`ApplicationBuilder::metrics`](crate::ApplicationBuilder::metrics)).
+pub fn route_label(path: &scalws_router::PathMatch) -> String {
+    match path {
+        scalws_router::PathMatch::Exact(path) => format!("={path}"),
+        scalws_router::PathMatch::Prefix(path) | scalws_router::PathMatch::Pattern(path) => {
+            path.clone()
+        }
+    }
+}
+
 /// Counts the responses of the inner service in one [`RouteMetrics`]
 /// (status class, and latency to the response head): what a gateway's route
 /// with [`Route::metrics`](crate::Route::metrics) does, as a layer.

@@ -87,19 +87,11 @@ impl Compiler<'_> {
             builder = builder.https_redirect(true);
         }
 
-        let mut labels: Vec<String> = Vec::new();
+        builder = builder.metrics(&self.previous.metrics);
         for (k, route) in app.routes.iter().enumerate() {
             let route_path = format!("{path}.routes[{k}]");
             match self.route(&route_path, route) {
-                Some(mut spec) => {
-                    let mut label = route_label(&spec.path);
-                    if labels.contains(&label) {
-                        label = format!("{label} #{k}");
-                    }
-                    spec.target = spec
-                        .target
-                        .metrics(self.previous.metrics.route(name, &label));
-                    labels.push(label);
+                Some(spec) => {
                     if let Err(error) = builder.add_route(spec) {
                         let (at, key) = route_location(&route.value);
                         let at = at.unwrap_or(route.referenced);

@@ -243,14 +243,6 @@ impl Compiler<'_> {
     }
 }
 
-/// A route's label in metrics: its path as written; `=` before an exact path.
-fn route_label(path: &PathMatch) -> String {
-    match path {
-        PathMatch::Exact(path) => format!("={path}"),
-        PathMatch::Prefix(path) | PathMatch::Pattern(path) => path.clone(),
-    }
-}
-
 /// Where a route's path is written, and under which key, for errors about it.
 fn route_location(route: &RouteFile) -> (Option<Location>, &'static str) {
     if let Some(path) = &route.path {
