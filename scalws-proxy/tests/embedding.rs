@@ -498,3 +498,27 @@ async fn an_applications_routes_are_counted_under_their_labels() {
     let expected: Vec<(String, u64)> = expected.iter().map(|(l, n)| (l.to_string(), *n)).collect();
     assert_eq!(counted, expected);
 }
+
+#[tokio::test]
+async fn https_redirect_and_metrics_layers_work_outside_a_gateway() {
+    let counters = Arc::new(scalws_proxy::metrics::RouteMetrics::default());
+    let service = tower::ServiceBuilder::new()
+        .layer(scalws_proxy::metrics::MetricsLayer::new(counters.clone()))
+        .layer(PolicyLayer::new(scalws_proxy::HttpsRedirect::to_port(8443)))
+        .service(Respond::new(StatusCode::OK, "secure"));
+    let addr = serve(plain(), service).await[0];
+    let client = TestClient::new(Proto::Http1);
+    let redirected = client.get(addr, "shop.test", "/cart?id=1").await;
+    assert_eq!(redirected.status, 308);
+    assert_eq!(
+        redirected.header("location"),
+        Some("https://shop.test:8443/cart?id=1")
+    );
+    let raw =
+        test_support::raw_exchange(addr, b"GET / HTTP/1.0\r\n\r\n", Duration::from_secs(2)).await;
+    assert!(raw.starts_with("HTTP/1.0 400"), "{raw}");
+    // Both answers were counted, as 3xx and 4xx.
+    let snapshot = counters.snapshot();
+    assert_eq!(snapshot.count(), 2);
+    assert_eq!(snapshot.classes, [0, 0, 1, 1, 0]);
+}

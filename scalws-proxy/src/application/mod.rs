@@ -59,17 +59,6 @@ impl Application {
         }
     }
 
-    /// The application's routes, in precedence order (what
-    /// `scalwsd explain` walks).
-    pub fn routes(&self) -> &RouteTable<Route> {
-        &self.routes
-    }
-
-    /// Whether every plain-HTTP request of the application is redirected.
-    pub fn redirects_every_request(&self) -> bool {
-        self.https_redirect
-    }
-
     /// The application's name.
     pub fn name(&self) -> &str {
         &self.name

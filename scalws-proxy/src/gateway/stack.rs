@@ -225,22 +225,6 @@ impl RouteInner {
     }
 }
 
-/// What a route's embedder layers wrap: the route's own steps 11 to 14.
-impl tower::Service<Request<Body>> for RouteInner {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = ActionFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request<Body>) -> ActionFuture {
-        let (parts, body) = request.into_parts();
-        self.run(parts, body)
-    }
-}
-
 /// What a route's embedder layers wrap, called by reference.
 impl Answer for RouteInner {
     fn answer(&self, request: Request<Body>) -> ActionFuture {

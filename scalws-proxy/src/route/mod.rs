@@ -172,11 +172,6 @@ impl Route {
         self.inner.timeout
     }
 
-    /// Whether the route has embedder layers.
-    pub fn is_layered(&self) -> bool {
-        self.layered.is_some()
-    }
-
     /// The names of the policies the route applies, in the order they run.
     pub fn policy_names(&self) -> Vec<&'static str> {
         let mut names = Vec::new();
