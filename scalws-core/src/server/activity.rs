@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::Limits;
+use super::limits::Limits;
 
 /// Milliseconds since the first call: a cheap monotonic clock for atomics.
 fn now_ms() -> u64 {

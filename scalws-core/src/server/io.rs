@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::activity::Activity;
-use super::running::ConnectionPermit;
+use super::listener::ConnectionPermit;
 
 /// Told by a [`Watched`] stream when a read or a write moved bytes.
 pub(crate) trait Watcher {

@@ -6,7 +6,17 @@
 //! [`Running`] server instead, whose listeners can be changed while it serves
 //! (configuration reloads) before it is shut down.
 
+//!
+//! The files, each depending only on those listed before it: `limits`
+//! (what the server enforces), `listener` (a listener's specification,
+//! the state its accept loop reads, connection permits, the phase),
+//! `bind` (opening sockets), `stats`, then what serves a connection
+//! (`activity`, `io`, `bodiless`, `edge`, `tunnel`, `connection`, `h3`),
+//! and `running` (the served listeners, reconfiguration, drain). This file
+//! holds only [`Server`], which binds and then starts a [`Running`].
+
 mod activity;
+mod bind;
 mod bodiless;
 mod connection;
 mod edge;
@@ -14,7 +24,9 @@ mod edge;
 mod h3;
 mod io;
 mod limits;
+mod listener;
 mod running;
+mod stats;
 mod tunnel;
 
 use std::future::Future;
@@ -23,77 +35,19 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use tokio::net::TcpListener;
-use tokio_util::task::TaskTracker;
 use tower::Service;
 
+pub use bind::BindFailed;
 pub use limits::Limits;
-pub use running::{ListenerStats, Running, ServerStats};
+pub use listener::{ListenerProtocol, ListenerSpec};
+pub use running::Running;
+pub use stats::{ListenerStats, ServerStats};
 pub(crate) use tunnel::TunnelHost;
 pub use tunnel::spawn_tunnel;
 
 use crate::Body;
 use crate::error::BoxError;
-use crate::tls::TlsCertificates;
-
-/// A listener to open: its name (as requests will see it in `ConnInfo`),
-/// address and protocol.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListenerSpec {
-    /// Unique name; the router scopes applications by it.
-    pub name: Arc<str>,
-    /// Address to bind (TCP, or UDP for HTTP/3).
-    pub address: SocketAddr,
-    /// What the listener speaks.
-    pub protocol: ListenerProtocol,
-}
-
-impl ListenerSpec {
-    /// A plain-HTTP listener (HTTP/1.1 and h2c).
-    pub fn http(name: impl Into<Arc<str>>, address: SocketAddr) -> Self {
-        Self {
-            name: name.into(),
-            address,
-            protocol: ListenerProtocol::Http,
-        }
-    }
-}
-
-/// What a listener speaks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ListenerProtocol {
-    /// HTTP/1.1 and HTTP/2 by prior knowledge (h2c), on TCP.
-    Http,
-    /// TLS on TCP; ALPN `h2` and `http/1.1`.
-    Https(TlsCertificates),
-    /// HTTP/3 over QUIC, on UDP.
-    Http3(TlsCertificates),
-}
-
-/// Opening a listener failed.
-#[derive(Debug, thiserror::Error)]
-#[error("listener \"{name}\": cannot bind {address}: {source}")]
-pub struct BindFailed {
-    /// The listener's name.
-    pub name: Arc<str>,
-    /// The address it wanted.
-    pub address: SocketAddr,
-    /// Why.
-    #[source]
-    pub source: std::io::Error,
-}
-
-struct Bound {
-    spec: ListenerSpec,
-    local: SocketAddr,
-    socket: Socket,
-}
-
-enum Socket {
-    Tcp(TcpListener),
-    #[cfg(feature = "http3")]
-    Udp(std::net::UdpSocket),
-}
+use bind::Bound;
 
 /// Bound listeners, ready to serve.
 pub struct Server {
@@ -113,7 +67,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Binds every listener (TCP, `SO_REUSEADDR`, backlog 1024). Must run inside a tokio runtime.
     pub fn bind(listeners: &[ListenerSpec], limits: Limits) -> Result<Self, BindFailed> {
-        let listeners = running::bind_all(listeners)?;
+        let listeners = listeners.iter().map(bind::bind).collect::<Result<_, _>>()?;
         Ok(Self { listeners, limits })
     }
 
@@ -150,56 +104,11 @@ impl Server {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        let mut running = Running {
-            service,
-            retired: Vec::new(),
-            connections: TaskTracker::new(),
-            limits: Arc::new(self.limits),
-            slots: Vec::new(),
-            stats: ServerStats::default(),
-        };
-        let h3_ports = running::h3_ports(self.listeners.iter().map(|b| (&b.spec, b.local)));
+        let h3_ports = bind::h3_ports(self.listeners.iter().map(|b| (&b.spec, b.local)));
+        let mut running = Running::new(service, self.limits);
         for bound in self.listeners {
             running.launch(bound, &h3_ports);
         }
-        running.publish_stats();
         running
     }
-}
-
-impl ListenerProtocol {
-    /// `"http"`, `"https"` or `"http3"`, as in the configuration.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ListenerProtocol::Http => "http",
-            ListenerProtocol::Https(_) => "https",
-            ListenerProtocol::Http3(_) => "http3",
-        }
-    }
-}
-
-/// Where the server is in its life; connections watch it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Serving,
-    /// Finish what is in flight, close idle connections, send GOAWAY.
-    Draining,
-    /// The drain timeout passed: close everything now.
-    Closing,
-}
-
-fn bind_tcp(address: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = socket2::Socket::new(
-        socket2::Domain::for_address(address),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
-    socket.set_reuse_address(true)?;
-    if address.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    socket.set_nonblocking(true)?;
-    socket.bind(&address.into())?;
-    socket.listen(1024)?;
-    TcpListener::from_std(socket.into())
 }

@@ -7,59 +7,26 @@
 //! happens. Connections already open keep what they started with.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
+use super::bind::{BindFailed, Bound, Socket, bind, h3_ports};
+use super::connection;
 #[cfg(feature = "http3")]
 use super::h3;
-use super::{
-    BindFailed, Bound, Limits, ListenerProtocol, ListenerSpec, Phase, Socket, bind_tcp, connection,
-};
+use super::limits::Limits;
+use super::listener::{ListenerProtocol, ListenerSpec, ListenerState, Phase};
+use super::stats::ServerStats;
 use crate::Body;
 use crate::error::BoxError;
-
-/// What a listener kept across a reconfiguration may change: read by its
-/// accept loop for every new connection.
-pub(super) struct ListenerState {
-    pub(super) name: Arc<str>,
-    pub(super) protocol: ListenerProtocol,
-    pub(super) limits: Arc<Limits>,
-    /// `max_connections` for this listener.
-    pub(super) permits: Arc<Semaphore>,
-    /// `Alt-Svc` for every response, when HTTP/3 listens on the same port.
-    pub(super) alt_svc: Option<http::HeaderValue>,
-}
-
-/// A connection's hold on its listener: the `max_connections` permit, and one
-/// in the listener's count of open connections, both given back on drop.
-pub(super) struct ConnectionPermit {
-    _permit: OwnedSemaphorePermit,
-    open: Arc<AtomicUsize>,
-}
-
-impl ConnectionPermit {
-    pub(super) fn new(permit: OwnedSemaphorePermit, open: &Arc<AtomicUsize>) -> Self {
-        open.fetch_add(1, Ordering::Relaxed);
-        Self {
-            _permit: permit,
-            open: open.clone(),
-        }
-    }
-}
-
-impl Drop for ConnectionPermit {
-    fn drop(&mut self) {
-        self.open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// One listener being served.
 struct Slot {
@@ -79,69 +46,24 @@ impl Slot {
     }
 }
 
-/// A snapshot of one listener, for metrics.
-#[derive(Clone, Debug)]
-pub struct ListenerStats {
-    /// The listener's name.
-    pub name: Arc<str>,
-    /// `"http"`, `"https"` or `"http3"`.
-    pub protocol: &'static str,
-    /// The address it is bound to.
-    pub address: SocketAddr,
-    /// Connections open now (for HTTP/3, QUIC connections).
-    pub open_connections: usize,
-}
-
-/// The listeners of a running server, readable from anywhere (an admin
-/// endpoint) while the server runs; cheap to clone.
-#[derive(Clone, Debug, Default)]
-pub struct ServerStats {
-    listeners: Arc<Mutex<Vec<Published>>>,
-}
-
-/// A listener as [`ServerStats`] shows it: name, protocol, address, open count.
-type Published = (Arc<str>, &'static str, SocketAddr, Arc<AtomicUsize>);
-
-impl ServerStats {
-    /// Every listener now served, in configuration order.
-    pub fn listeners(&self) -> Vec<ListenerStats> {
-        let listeners = self
-            .listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        listeners
-            .iter()
-            .map(|(name, protocol, address, open)| ListenerStats {
-                name: name.clone(),
-                protocol,
-                address: *address,
-                open_connections: open.load(Ordering::Relaxed),
-            })
-            .collect()
-    }
-}
-
 /// A server started by [`Server::start`](super::Server::start).
 pub struct Running<S> {
-    pub(super) service: S,
+    service: S,
     /// The drain phases of listeners removed by reconfigurations whose
     /// connections may still be open: shutdown closes them too.
-    pub(super) retired: Vec<Arc<watch::Sender<Phase>>>,
-    pub(super) connections: TaskTracker,
-    pub(super) limits: Arc<Limits>,
-    pub(super) slots: Vec<SlotHandle>,
-    pub(super) stats: ServerStats,
+    retired: Vec<Arc<watch::Sender<Phase>>>,
+    connections: TaskTracker,
+    limits: Arc<Limits>,
+    slots: Vec<Slot>,
+    stats: ServerStats,
 }
-
-/// Keeps [`Slot`] private to this file.
-pub(super) struct SlotHandle(Slot);
 
 impl<S> Running<S> {
     /// The address each listener is bound to, by name.
     pub fn local_addrs(&self) -> Vec<(Arc<str>, SocketAddr)> {
         self.slots
             .iter()
-            .map(|SlotHandle(slot)| (slot.spec.name.clone(), slot.local))
+            .map(|slot| (slot.spec.name.clone(), slot.local))
             .collect()
     }
 
@@ -186,13 +108,13 @@ where
     pub async fn reconfigure(
         &mut self,
         listeners: &[ListenerSpec],
-        limits: super::Limits,
+        limits: Limits,
     ) -> Result<(), BindFailed> {
         let kept = |spec: &ListenerSpec| {
             let udp = matches!(spec.protocol, ListenerProtocol::Http3(_));
-            self.slots.iter().position(|SlotHandle(slot)| {
-                slot.spec.address == spec.address && slot.is_udp() == udp
-            })
+            self.slots
+                .iter()
+                .position(|slot| slot.spec.address == spec.address && slot.is_udp() == udp)
         };
         // Bind every new address before touching anything.
         let mut fresh = Vec::new();
@@ -215,7 +137,7 @@ where
                             .find(|b| b.spec.address == spec.address && b.spec == *spec)
                             .map_or(spec.address, |b| b.local)
                     },
-                    |i| self.slots[i].0.local,
+                    |i| self.slots[i].local,
                 );
                 (spec, local)
             })
@@ -226,20 +148,20 @@ where
         let mut next = Vec::with_capacity(listeners.len());
         for spec in listeners {
             let udp = matches!(spec.protocol, ListenerProtocol::Http3(_));
-            let position = slots.iter().position(|SlotHandle(slot)| {
-                slot.spec.address == spec.address && slot.is_udp() == udp
-            });
+            let position = slots
+                .iter()
+                .position(|slot| slot.spec.address == spec.address && slot.is_udp() == udp);
             if let Some(i) = position {
-                let SlotHandle(mut slot) = slots.remove(i);
+                let mut slot = slots.remove(i);
                 self.update(&mut slot, spec, &h3_ports, limits_changed);
-                next.push(SlotHandle(slot));
+                next.push(slot);
             } else if let Some(i) = fresh.iter().position(|b| b.spec == *spec) {
                 let bound = fresh.remove(i);
-                next.push(SlotHandle(self.spawn(bound, &h3_ports)));
+                next.push(self.spawn(bound, &h3_ports));
             }
         }
         let mut removed = Vec::with_capacity(slots.len());
-        for SlotHandle(gone) in slots {
+        for gone in slots {
             tracing::info!(listener = %gone.spec.name, address = %gone.local, "listener removed: draining its connections");
             gone.accept.abort();
             removed.push(gone);
@@ -276,7 +198,7 @@ where
             "shutting down: draining"
         );
         // Stop accepting: dropping the listeners refuses new connections.
-        let slots: Vec<Slot> = self.slots.drain(..).map(|SlotHandle(slot)| slot).collect();
+        let slots: Vec<Slot> = self.slots.drain(..).collect();
         for slot in &slots {
             slot.accept.abort();
         }
@@ -313,29 +235,39 @@ where
         tracing::info!("drained");
     }
 
-    pub(super) fn launch(&mut self, bound: Bound, h3_ports: &[u16]) {
-        let slot = self.spawn(bound, h3_ports);
-        self.slots.push(SlotHandle(slot));
+    /// A running server with no listeners yet: [`Server::start`](super::Server::start)
+    /// launches its bound ones.
+    pub(super) fn new(service: S, limits: Limits) -> Self {
+        Self {
+            service,
+            retired: Vec::new(),
+            connections: TaskTracker::new(),
+            limits: Arc::new(limits),
+            slots: Vec::new(),
+            stats: ServerStats::default(),
+        }
     }
 
-    pub(super) fn publish_stats(&self) {
-        let snapshot = self
-            .slots
-            .iter()
-            .map(|SlotHandle(slot)| {
-                (
-                    slot.spec.name.clone(),
-                    slot.spec.protocol.as_str(),
-                    slot.local,
-                    slot.open.clone(),
-                )
-            })
-            .collect();
-        *self
-            .stats
-            .listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = snapshot;
+    pub(super) fn launch(&mut self, bound: Bound, h3_ports: &[u16]) {
+        let slot = self.spawn(bound, h3_ports);
+        self.slots.push(slot);
+        self.publish_stats();
+    }
+
+    fn publish_stats(&self) {
+        self.stats.publish(
+            self.slots
+                .iter()
+                .map(|slot| {
+                    (
+                        slot.spec.name.clone(),
+                        slot.spec.protocol.as_str(),
+                        slot.local,
+                        slot.open.clone(),
+                    )
+                })
+                .collect(),
+        );
     }
 
     fn state(&self, spec: &ListenerSpec, local: SocketAddr, h3_ports: &[u16]) -> ListenerState {
@@ -432,53 +364,4 @@ where
         slot.state.store(Arc::new(state));
         slot.spec = next;
     }
-}
-
-fn bind(spec: &ListenerSpec) -> Result<Bound, BindFailed> {
-    let fail = |source| BindFailed {
-        name: spec.name.clone(),
-        address: spec.address,
-        source,
-    };
-    let socket = match spec.protocol {
-        ListenerProtocol::Http | ListenerProtocol::Https(_) => {
-            Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
-        }
-        #[cfg(feature = "http3")]
-        ListenerProtocol::Http3(_) => {
-            Socket::Udp(std::net::UdpSocket::bind(spec.address).map_err(fail)?)
-        }
-        #[cfg(not(feature = "http3"))]
-        ListenerProtocol::Http3(_) => {
-            return Err(fail(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "HTTP/3 is not built in (scalws-core's \"http3\" feature is off)",
-            )));
-        }
-    };
-    let local = match &socket {
-        Socket::Tcp(tcp) => tcp.local_addr(),
-        #[cfg(feature = "http3")]
-        Socket::Udp(udp) => udp.local_addr(),
-    }
-    .map_err(fail)?;
-    Ok(Bound {
-        spec: spec.clone(),
-        local,
-        socket,
-    })
-}
-
-pub(super) fn bind_all(listeners: &[ListenerSpec]) -> Result<Vec<Bound>, BindFailed> {
-    listeners.iter().map(bind).collect()
-}
-
-/// The ports HTTP/3 listens on (for `Alt-Svc` on HTTPS listeners of the same port).
-pub(super) fn h3_ports<'a>(
-    listeners: impl Iterator<Item = (&'a ListenerSpec, SocketAddr)>,
-) -> Vec<u16> {
-    listeners
-        .filter(|(spec, _)| matches!(spec.protocol, ListenerProtocol::Http3(_)))
-        .map(|(_, local)| local.port())
-        .collect()
 }

@@ -18,7 +18,8 @@ use tokio_util::task::TaskTracker;
 
 use super::activity::Activity;
 use super::io::Watched;
-use super::{Limits, Phase};
+use super::limits::Limits;
+use super::listener::Phase;
 use crate::ConnInfo;
 
 /// What a connection's tunnels need from the server: its task tracker (a

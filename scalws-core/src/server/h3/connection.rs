@@ -1,22 +1,29 @@
 //! One QUIC connection: handshake, h3 settings, a task per request stream,
 //! GOAWAY and drain.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tower::Service;
 
-use super::Listener;
 use super::edge::Edge;
 use crate::error::BoxError;
 use crate::server::activity::later;
-use crate::server::running::ConnectionPermit;
-use crate::server::{ListenerProtocol, Phase};
+use crate::server::listener::{ConnectionPermit, ListenerProtocol, ListenerState, Phase};
 use crate::{Body, ConnInfo, Scheme};
+
+/// What every connection of one listener shares.
+pub(super) struct Listener {
+    /// Read once per connection: its name, certificates and limits.
+    pub(super) state: Arc<ArcSwap<ListenerState>>,
+    pub(super) local: SocketAddr,
+}
 
 /// `H3_NO_ERROR` (RFC 9114 8.1), to close a connection that did nothing wrong.
 pub(super) const H3_NO_ERROR: u32 = 0x100;

@@ -1,8 +1,6 @@
 //! One HTTP/3 request stream: head, limits, `ConnInfo`, the service call. The
 //! same rules as the TCP edge: a failure or a panic becomes a response.
 
-use super::super::bodiless::without_forbidden_body;
-use super::super::edge::{declared_length, failed, panicked};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -15,7 +13,9 @@ use tower::{Service, ServiceExt};
 use super::body::RequestBody;
 use super::response::ResponseStream;
 use crate::error::{BoxError, error_response};
-use crate::server::Limits;
+use crate::server::bodiless::without_forbidden_body;
+use crate::server::edge::{declared_length, failed, panicked};
+use crate::server::limits::Limits;
 use crate::{Body, ConnInfo};
 
 /// What h3 hands over for each request stream.

@@ -16,6 +16,8 @@
 
 mod body;
 mod connection;
+
+use connection::Listener;
 mod edge;
 mod response;
 
@@ -31,8 +33,8 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
-use super::running::{ConnectionPermit, ListenerState};
-use super::{Limits, ListenerProtocol, Phase};
+use super::limits::Limits;
+use super::listener::{ConnectionPermit, ListenerProtocol, ListenerState, Phase};
 use crate::Body;
 use crate::error::BoxError;
 use crate::tls::TlsCertificates;
@@ -50,13 +52,6 @@ pub(super) struct Acceptor<S> {
     pub(super) service: S,
     pub(super) phase: watch::Receiver<Phase>,
     pub(super) connections: TaskTracker,
-}
-
-/// What every connection of one listener shares.
-struct Listener {
-    /// Read once per connection: its name, certificates and limits.
-    state: Arc<ArcSwap<ListenerState>>,
-    local: SocketAddr,
 }
 
 /// Accepts QUIC connections until aborted (when the server starts draining);

@@ -1,0 +1,102 @@
+//! What a listener is: its specification (name, address, protocol), and
+//! while it is served, the state its accept loop reads for each new
+//! connection, the permit each connection holds, and the server's phase.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::limits::Limits;
+use crate::tls::TlsCertificates;
+
+/// A listener to open: its name (as requests will see it in `ConnInfo`),
+/// address and protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerSpec {
+    /// Unique name; the router scopes applications by it.
+    pub name: Arc<str>,
+    /// Address to bind (TCP, or UDP for HTTP/3).
+    pub address: SocketAddr,
+    /// What the listener speaks.
+    pub protocol: ListenerProtocol,
+}
+
+impl ListenerSpec {
+    /// A plain-HTTP listener (HTTP/1.1 and h2c).
+    pub fn http(name: impl Into<Arc<str>>, address: SocketAddr) -> Self {
+        Self {
+            name: name.into(),
+            address,
+            protocol: ListenerProtocol::Http,
+        }
+    }
+}
+
+/// What a listener speaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenerProtocol {
+    /// HTTP/1.1 and HTTP/2 by prior knowledge (h2c), on TCP.
+    Http,
+    /// TLS on TCP; ALPN `h2` and `http/1.1`.
+    Https(TlsCertificates),
+    /// HTTP/3 over QUIC, on UDP.
+    Http3(TlsCertificates),
+}
+
+impl ListenerProtocol {
+    /// `"http"`, `"https"` or `"http3"`, as in the configuration.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ListenerProtocol::Http => "http",
+            ListenerProtocol::Https(_) => "https",
+            ListenerProtocol::Http3(_) => "http3",
+        }
+    }
+}
+
+/// Where the server is in its life; connections watch it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    Serving,
+    /// Finish what is in flight, close idle connections, send GOAWAY.
+    Draining,
+    /// The drain timeout passed: close everything now.
+    Closing,
+}
+
+/// What a listener kept across a reconfiguration may change: read by its
+/// accept loop for every new connection.
+pub(super) struct ListenerState {
+    pub(super) name: Arc<str>,
+    pub(super) protocol: ListenerProtocol,
+    pub(super) limits: Arc<Limits>,
+    /// `max_connections` for this listener.
+    pub(super) permits: Arc<Semaphore>,
+    /// `Alt-Svc` for every response, when HTTP/3 listens on the same port.
+    pub(super) alt_svc: Option<http::HeaderValue>,
+}
+
+/// A connection's hold on its listener: the `max_connections` permit, and one
+/// in the listener's count of open connections, both given back on drop.
+pub(super) struct ConnectionPermit {
+    _permit: OwnedSemaphorePermit,
+    open: Arc<AtomicUsize>,
+}
+
+impl ConnectionPermit {
+    pub(super) fn new(permit: OwnedSemaphorePermit, open: &Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        Self {
+            _permit: permit,
+            open: open.clone(),
+        }
+    }
+}
+
+impl Drop for ConnectionPermit {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
