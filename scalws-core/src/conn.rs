@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use http::HeaderValue;
 
 use crate::server::TunnelHost;
+#[cfg(feature = "tls")]
 use crate::tls::TlsCertificates;
 
 /// The scheme a listener serves.
@@ -55,6 +56,7 @@ struct Inner {
     peer: SocketAddr,
     local: SocketAddr,
     sni: Option<Arc<str>>,
+    #[cfg(feature = "tls")]
     tls: Option<TlsCertificates>,
     /// `peer`'s IP as text, made by the first request that asks for it.
     peer_ip: OnceLock<HeaderValue>,
@@ -78,6 +80,7 @@ impl ConnInfo {
                 peer,
                 local,
                 sni,
+                #[cfg(feature = "tls")]
                 tls: None,
                 peer_ip: OnceLock::new(),
                 tunnels: None,
@@ -85,6 +88,7 @@ impl ConnInfo {
         }
     }
 
+    #[cfg(feature = "tls")]
     /// Notes the certificates the connection's TLS handshake chose from.
     pub fn with_tls(mut self, certificates: TlsCertificates) -> Self {
         Arc::make_mut(&mut self.inner).tls = Some(certificates);
@@ -101,6 +105,7 @@ impl ConnInfo {
         self.inner.tunnels.as_ref()
     }
 
+    #[cfg(feature = "tls")]
     /// The connection after its TLS handshake: scheme https, the server name
     /// the client sent, the certificates chosen from. No allocation while
     /// this is the only handle.
@@ -146,6 +151,7 @@ impl ConnInfo {
         self.inner.sni.as_deref()
     }
 
+    #[cfg(feature = "tls")]
     /// The certificates of the TLS listener the connection came on, if any:
     /// `conn.tls().map(|tls| tls.covers(conn.sni(), host))` tells whether the
     /// certificate the client got is valid for `host`.

@@ -46,6 +46,7 @@ mod conn;
 pub mod error;
 mod limit;
 pub mod server;
+#[cfg(feature = "tls")]
 pub mod tls;
 
 pub use body::Body;

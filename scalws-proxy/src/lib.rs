@@ -57,9 +57,10 @@ pub mod upstream;
 pub use observe::{access_log, metrics};
 
 pub use action::{
-    Action, ActionFuture, Backend, Backends, InvalidStaticRoot, NotARedirectStatus, Proxy,
-    Redirect, Respond, Split, StaticFiles, StaticOptions,
+    Action, ActionFuture, Backend, Backends, NotARedirectStatus, Proxy, Redirect, Respond, Split,
 };
+#[cfg(feature = "static-files")]
+pub use action::{InvalidStaticRoot, StaticFiles, StaticOptions};
 pub use application::{
     Application, ApplicationBuilder, NoRouteFor, RouteRouter, RouteRouterBuilder,
 };

@@ -15,7 +15,8 @@ use scalws_core::{Body, ConnInfo, Limits, ListenerProtocol, ListenerSpec, Scheme
 use scalws_proxy::upstream::{UpstreamOptions, UpstreamPool, UpstreamService};
 use scalws_proxy::{
     Action, Application, Backend, Backends, Gateway, HeaderModifier, HttpService, Outcome,
-    PolicyLayer, Proxy, RequestHeaders, Respond, Route, Split, TimeoutLayer,
+    PathModifier, PolicyLayer, Proxy, RequestHeaders, Respond, Rewrite, Route, Split, StaticFiles,
+    StaticOptions, TimeoutLayer,
 };
 use scalws_router::RouteSpec;
 use test_support::tls::{TestCa, https};
@@ -521,4 +522,52 @@ async fn https_redirect_and_metrics_layers_work_outside_a_gateway() {
     let snapshot = counters.snapshot();
     assert_eq!(snapshot.count(), 2);
     assert_eq!(snapshot.classes, [0, 0, 1, 1, 0]);
+}
+
+/// A static action is mounted at its prefix route's prefix (whatever
+/// `strip_prefix` says), looked up whole on an exact route, and by the
+/// rewritten path when the route rewrites it.
+#[tokio::test]
+async fn a_static_route_serves_from_its_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.css"), "top").unwrap();
+    std::fs::create_dir(dir.path().join("assets")).unwrap();
+    std::fs::write(dir.path().join("assets").join("app.css"), "nested").unwrap();
+    let files = StaticFiles::new(StaticOptions {
+        root: dir.path().into(),
+        index: None,
+        listing: false,
+        strip_prefix: "/ignored".into(),
+    })
+    .unwrap();
+    let app = Application::builder("site")
+        .domain("*")
+        .unwrap()
+        .route(RouteSpec::prefix("/assets/", Action::Static(files.clone())))
+        .unwrap()
+        .route(RouteSpec::exact("/app.css", Action::Static(files.clone())))
+        .unwrap()
+        .route(RouteSpec::prefix(
+            "/v1",
+            Route::new(Action::Static(files))
+                .rewrite(Rewrite::new().path(PathModifier::ReplacePrefixMatch("/assets".into()))),
+        ))
+        .unwrap();
+    let gateway = Gateway::builder()
+        .listener("http")
+        .application(app)
+        .build()
+        .unwrap();
+    let http = serve(plain(), gateway).await[0];
+    let client = TestClient::new(Proto::Http1);
+    assert_eq!(
+        client.get(http, "s.test", "/assets/app.css").await.text(),
+        "top"
+    );
+    assert_eq!(client.get(http, "s.test", "/assets").await.status, 404);
+    assert_eq!(
+        client.get(http, "s.test", "/v1/app.css").await.text(),
+        "nested"
+    );
+    assert_eq!(client.get(http, "s.test", "/app.css").await.text(), "top");
 }

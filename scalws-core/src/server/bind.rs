@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use super::listener::{ListenerProtocol, ListenerSpec};
+use super::listener::ListenerSpec;
 
 /// Opening a listener failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,21 +42,10 @@ pub(super) fn bind(spec: &ListenerSpec) -> Result<Bound, BindFailed> {
         address: spec.address,
         source,
     };
-    let socket = match spec.protocol {
-        ListenerProtocol::Http | ListenerProtocol::Https(_) => {
-            Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
-        }
-        #[cfg(feature = "http3")]
-        ListenerProtocol::Http3(_) => {
-            Socket::Udp(std::net::UdpSocket::bind(spec.address).map_err(fail)?)
-        }
-        #[cfg(not(feature = "http3"))]
-        ListenerProtocol::Http3(_) => {
-            return Err(fail(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "HTTP/3 is not built in (scalws-core's \"http3\" feature is off)",
-            )));
-        }
+    let socket = if spec.protocol.is_udp() {
+        bind_udp(spec.address).map_err(fail)?
+    } else {
+        Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
     };
     let local = match &socket {
         Socket::Tcp(tcp) => tcp.local_addr(),
@@ -76,9 +65,20 @@ pub(super) fn h3_ports<'a>(
     listeners: impl Iterator<Item = (&'a ListenerSpec, SocketAddr)>,
 ) -> Vec<u16> {
     listeners
-        .filter(|(spec, _)| matches!(spec.protocol, ListenerProtocol::Http3(_)))
+        .filter(|(spec, _)| spec.protocol.is_udp())
         .map(|(_, local)| local.port())
         .collect()
+}
+
+#[cfg(feature = "http3")]
+fn bind_udp(address: SocketAddr) -> std::io::Result<Socket> {
+    std::net::UdpSocket::bind(address).map(Socket::Udp)
+}
+
+/// Without HTTP/3 no listener is UDP: never called.
+#[cfg(not(feature = "http3"))]
+fn bind_udp(_address: SocketAddr) -> std::io::Result<Socket> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 pub(super) fn bind_tcp(address: SocketAddr) -> std::io::Result<TcpListener> {

@@ -11,10 +11,12 @@ use http::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+#[cfg(feature = "tls")]
+use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
+#[cfg(feature = "tls")]
+use tokio_rustls::{TlsAcceptor, server::TlsStream};
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
@@ -22,9 +24,12 @@ use super::activity::{Activity, Verdict};
 use super::edge::Edge;
 use super::io::{ConnectionWatcher, TrackedIo};
 use super::limits::Limits;
-use super::listener::{ConnectionPermit, ListenerProtocol, ListenerState, Phase};
+#[cfg(feature = "tls")]
+use super::listener::ListenerProtocol;
+use super::listener::{ConnectionPermit, ListenerState, Phase};
 use super::tunnel::TunnelHost;
 use crate::error::BoxError;
+#[cfg(feature = "tls")]
 use crate::tls::TlsCertificates;
 use crate::{Body, ConnInfo, Scheme};
 
@@ -45,24 +50,24 @@ pub(super) struct Acceptor<S> {
 struct Current {
     state: Arc<ListenerState>,
     builder: Arc<auto::Builder<TokioExecutor>>,
+    #[cfg(feature = "tls")]
     tls: Option<Tls>,
 }
 
 impl Current {
     fn new(state: Arc<ListenerState>) -> Self {
-        let builder = Arc::new(protocol_builder(&state.limits));
-        // Once per generation: the certificate resolver follows reloads by itself.
-        let tls = match &state.protocol {
-            ListenerProtocol::Https(certificates) => Some(Tls {
-                acceptor: TlsAcceptor::from(certificates.server_config(&[b"h2", b"http/1.1"])),
-                certificates: certificates.clone(),
-            }),
-            ListenerProtocol::Http | ListenerProtocol::Http3(_) => None,
-        };
         Self {
+            builder: Arc::new(protocol_builder(&state.limits)),
+            // Once per generation: the certificate resolver follows reloads by itself.
+            #[cfg(feature = "tls")]
+            tls: match &state.protocol {
+                ListenerProtocol::Https(certificates) => Some(Tls {
+                    acceptor: TlsAcceptor::from(certificates.server_config(&[b"h2", b"http/1.1"])),
+                    certificates: certificates.clone(),
+                }),
+                _ => None,
+            },
             state,
-            builder,
-            tls,
         }
     }
 }
@@ -111,35 +116,47 @@ where
                 idle_timeout: state.limits.tunnel_idle_timeout,
             });
         let service = acceptor.service.clone();
-        let mut edge = Edge {
+        let edge = Edge {
             conn,
             activity,
             max_request_body: state.limits.max_request_body,
             alt_svc: state.alt_svc.clone(),
         };
-        let Some(tls) = &current.tls else {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &current.tls {
             acceptor
                 .connections
-                .spawn(connection.serve(stream, edge, service));
+                .spawn(connection.secure(tls.clone(), stream, edge, service));
             continue;
+        }
+        acceptor
+            .connections
+            .spawn(connection.serve(stream, edge, service));
+    }
+}
+
+impl Connection {
+    /// An HTTPS connection: the handshake, then HTTP over TLS.
+    #[cfg(feature = "tls")]
+    async fn secure<S, B>(mut self, tls: Tls, stream: TcpStream, mut edge: Edge, service: S)
+    where
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let Some(stream) = self.handshake(&tls.acceptor, stream, &edge.conn).await else {
+            return;
         };
-        let tls = tls.clone();
-        acceptor.connections.spawn(async move {
-            let mut connection = connection;
-            let Some(stream) = connection
-                .handshake(&tls.acceptor, stream, &edge.conn)
-                .await
-            else {
-                return;
-            };
-            let sni = stream.get_ref().1.server_name().map(Arc::from);
-            edge.conn.secure(sni, tls.certificates.clone());
-            connection.serve(stream, edge, service).await;
-        });
+        let sni = stream.get_ref().1.server_name().map(Arc::from);
+        edge.conn.secure(sni, tls.certificates);
+        self.serve(stream, edge, service).await;
     }
 }
 
 /// What an HTTPS listener adds to a plain one.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 struct Tls {
     acceptor: TlsAcceptor,
@@ -157,6 +174,7 @@ struct Connection {
 }
 
 impl Connection {
+    #[cfg(feature = "tls")]
     /// The TLS handshake, within `header_read_timeout`; `None` (and the
     /// connection closed) on failure, timeout, or when the server drains.
     async fn handshake(

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::limits::Limits;
+#[cfg(feature = "tls")]
 use crate::tls::TlsCertificates;
 
 /// A listener to open: its name (as requests will see it in `ConnInfo`),
@@ -39,18 +40,40 @@ impl ListenerSpec {
 pub enum ListenerProtocol {
     /// HTTP/1.1 and HTTP/2 by prior knowledge (h2c), on TCP.
     Http,
-    /// TLS on TCP; ALPN `h2` and `http/1.1`.
+    /// TLS on TCP; ALPN `h2` and `http/1.1` (feature `tls`).
+    #[cfg(feature = "tls")]
     Https(TlsCertificates),
-    /// HTTP/3 over QUIC, on UDP.
+    /// HTTP/3 over QUIC, on UDP (feature `http3`).
+    #[cfg(feature = "http3")]
     Http3(TlsCertificates),
 }
 
 impl ListenerProtocol {
+    /// Whether it is HTTPS (TLS on TCP).
+    pub(super) fn is_https(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if let ListenerProtocol::Https(_) = self {
+            return true;
+        }
+        false
+    }
+
+    /// Whether it listens on UDP (HTTP/3) rather than TCP.
+    pub(super) fn is_udp(&self) -> bool {
+        #[cfg(feature = "http3")]
+        if let ListenerProtocol::Http3(_) = self {
+            return true;
+        }
+        false
+    }
+
     /// `"http"`, `"https"` or `"http3"`, as in the configuration.
     pub fn as_str(&self) -> &'static str {
         match self {
             ListenerProtocol::Http => "http",
+            #[cfg(feature = "tls")]
             ListenerProtocol::Https(_) => "https",
+            #[cfg(feature = "http3")]
             ListenerProtocol::Http3(_) => "http3",
         }
     }
@@ -70,6 +93,7 @@ pub(super) enum Phase {
 /// accept loop for every new connection.
 pub(super) struct ListenerState {
     pub(super) name: Arc<str>,
+    #[cfg(feature = "tls")]
     pub(super) protocol: ListenerProtocol,
     pub(super) limits: Arc<Limits>,
     /// `max_connections` for this listener.

@@ -23,7 +23,9 @@ use super::connection;
 #[cfg(feature = "http3")]
 use super::h3;
 use super::limits::Limits;
-use super::listener::{ListenerProtocol, ListenerSpec, ListenerState, Phase};
+#[cfg(feature = "http3")]
+use super::listener::ListenerProtocol;
+use super::listener::{ListenerSpec, ListenerState, Phase};
 use super::stats::ServerStats;
 use crate::Body;
 use crate::error::BoxError;
@@ -42,7 +44,7 @@ struct Slot {
 
 impl Slot {
     fn is_udp(&self) -> bool {
-        matches!(self.spec.protocol, ListenerProtocol::Http3(_))
+        self.spec.protocol.is_udp()
     }
 }
 
@@ -111,7 +113,7 @@ where
         limits: Limits,
     ) -> Result<(), BindFailed> {
         let kept = |spec: &ListenerSpec| {
-            let udp = matches!(spec.protocol, ListenerProtocol::Http3(_));
+            let udp = spec.protocol.is_udp();
             self.slots
                 .iter()
                 .position(|slot| slot.spec.address == spec.address && slot.is_udp() == udp)
@@ -147,7 +149,7 @@ where
         let mut slots = std::mem::take(&mut self.slots);
         let mut next = Vec::with_capacity(listeners.len());
         for spec in listeners {
-            let udp = matches!(spec.protocol, ListenerProtocol::Http3(_));
+            let udp = spec.protocol.is_udp();
             let position = slots
                 .iter()
                 .position(|slot| slot.spec.address == spec.address && slot.is_udp() == udp);
@@ -272,14 +274,14 @@ where
 
     fn state(&self, spec: &ListenerSpec, local: SocketAddr, h3_ports: &[u16]) -> ListenerState {
         // HTTPS answers advertise HTTP/3 when it listens on the same port.
-        let alt_svc = match spec.protocol {
-            ListenerProtocol::Https(_) if h3_ports.contains(&local.port()) => {
-                http::HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", local.port())).ok()
-            }
-            _ => None,
+        let alt_svc = if spec.protocol.is_https() && h3_ports.contains(&local.port()) {
+            http::HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", local.port())).ok()
+        } else {
+            None
         };
         ListenerState {
             name: spec.name.clone(),
+            #[cfg(feature = "tls")]
             protocol: spec.protocol.clone(),
             limits: self.limits.clone(),
             permits: Arc::new(Semaphore::new(self.limits.max_connections)),
@@ -335,17 +337,7 @@ where
     /// A kept listener takes `spec`: new state for new connections, and the
     /// new certificates poured into the store its TLS configuration reads.
     fn update(&self, slot: &mut Slot, spec: &ListenerSpec, h3_ports: &[u16], limits_changed: bool) {
-        let mut next = spec.clone();
-        // HTTPS takes the new store: its accept loop builds a new TLS
-        // configuration when the state changes. QUIC's endpoint keeps the
-        // store it was opened with, so the new certificates are poured into
-        // that one (which, after this, only HTTP/3 listeners use).
-        if let (ListenerProtocol::Http3(old), ListenerProtocol::Http3(new)) =
-            (&slot.spec.protocol, &spec.protocol)
-        {
-            old.adopt(new);
-            next.protocol = slot.spec.protocol.clone();
-        }
+        let next = keep_quic_store(&slot.spec, spec);
         let unchanged = next == slot.spec && !limits_changed;
         let before = slot.state.load();
         let alt_svc_before = before.alt_svc.clone();
@@ -364,4 +356,27 @@ where
         slot.state.store(Arc::new(state));
         slot.spec = next;
     }
+}
+
+/// What a kept listener becomes. HTTPS takes the new certificate store: its
+/// accept loop builds a new TLS configuration when the state changes. QUIC's
+/// endpoint keeps the store it was opened with, so an HTTP/3 listener's new
+/// certificates are poured into that one (which, after this, only HTTP/3
+/// listeners use).
+#[cfg(feature = "http3")]
+fn keep_quic_store(old: &ListenerSpec, new: &ListenerSpec) -> ListenerSpec {
+    let mut next = new.clone();
+    if let (ListenerProtocol::Http3(kept), ListenerProtocol::Http3(fresh)) =
+        (&old.protocol, &new.protocol)
+    {
+        kept.adopt(fresh);
+        next.protocol = old.protocol.clone();
+    }
+    next
+}
+
+/// What a kept listener becomes: without HTTP/3, simply the new spec.
+#[cfg(not(feature = "http3"))]
+fn keep_quic_store(_old: &ListenerSpec, new: &ListenerSpec) -> ListenerSpec {
+    new.clone()
 }

@@ -14,15 +14,14 @@ mod future;
 mod proxy;
 mod redirect;
 mod respond;
+#[cfg(feature = "static-files")]
 mod static_files;
 
 use std::task::{Context, Poll};
 
 use http::request::Parts;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use scalws_core::Body;
-use scalws_core::error::error_response;
-use scalws_router::normalize_path;
 
 pub use backends::{Backend, Backends, Split};
 pub use future::ActionFuture;
@@ -30,6 +29,7 @@ pub use proxy::Proxy;
 pub use redirect::{NotARedirectStatus, Redirect};
 pub(crate) use redirect::{redirect_response, request_host, url};
 pub use respond::Respond;
+#[cfg(feature = "static-files")]
 pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};
 
 use crate::service::HttpService;
@@ -40,7 +40,8 @@ use crate::service::HttpService;
 pub enum Action {
     /// A fixed response.
     Respond(Respond),
-    /// Files under a directory.
+    /// Files under a directory (feature `static-files`).
+    #[cfg(feature = "static-files")]
     Static(StaticFiles),
     /// Forward to an upstream pool.
     Proxy(Proxy),
@@ -56,6 +57,7 @@ impl std::fmt::Debug for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Action::Respond(respond) => f.debug_tuple("Respond").field(respond).finish(),
+            #[cfg(feature = "static-files")]
             Action::Static(files) => f.debug_tuple("Static").field(files).finish(),
             Action::Proxy(proxy) => f.debug_tuple("Proxy").field(proxy).finish(),
             Action::Backends(backends) => f.debug_tuple("Backends").field(backends).finish(),
@@ -83,17 +85,8 @@ impl Action {
         match self {
             Action::Respond(respond) => ActionFuture::ready(respond.response(&parts.method)),
             Action::Redirect(redirect) => ActionFuture::ready(redirect.response(&parts)),
-            Action::Static(files) => {
-                let files = files.clone();
-                ActionFuture::boxed(async move {
-                    // Normalised again rather than copied out: the gateway already
-                    // accepted this path, so this cannot fail.
-                    match normalize_path(parts.uri.path()) {
-                        Ok(path) => files.serve(&parts.method, &path, &parts.headers).await,
-                        Err(_) => error_response(StatusCode::BAD_REQUEST),
-                    }
-                })
-            }
+            #[cfg(feature = "static-files")]
+            Action::Static(files) => files.serve_routed(parts),
             Action::Proxy(proxy) => proxy.call_parts(parts, body),
             Action::Backends(backends) => backends.call_parts(parts, body),
             Action::Service(service) => call_boxed(service, Request::from_parts(parts, body)),

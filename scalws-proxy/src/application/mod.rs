@@ -197,6 +197,7 @@ impl ApplicationBuilder {
             target = target.metrics(registry.route(&self.name, &label));
             labels.push(label);
         }
+        #[cfg(feature = "cache")]
         if target.wants_route_identity() {
             let identity = RouteSpec {
                 path: path.clone(),

@@ -69,10 +69,17 @@ fn misdirected(conn: &ConnInfo, host: &str) -> bool {
     }
 }
 
+#[cfg(feature = "tls")]
 #[cold]
 #[inline(never)]
 fn not_covered(conn: &ConnInfo, host: &str) -> bool {
     conn.tls().is_some_and(|tls| !tls.covers(conn.sni(), host))
+}
+
+/// Without TLS no connection has certificates, nor an SNI.
+#[cfg(not(feature = "tls"))]
+fn not_covered(_conn: &ConnInfo, _host: &str) -> bool {
+    false
 }
 
 /// Per-listener host tables under construction.

@@ -220,11 +220,13 @@ impl Route {
     }
 
     /// Whether the action needs the route's identity (a proxy's route cache).
+    #[cfg(feature = "cache")]
     pub(crate) fn wants_route_identity(&self) -> bool {
         matches!(&self.inner.action, Action::Proxy(proxy) if proxy.wants_route())
     }
 
     /// Hands the route's identity to the action that asked for it.
+    #[cfg(feature = "cache")]
     pub(crate) fn bind_identity(&mut self, identity: &str) {
         if let Action::Proxy(proxy) = &mut self.inner.action {
             proxy.bind_route(identity);
@@ -236,9 +238,28 @@ impl Route {
         self.https_redirect
     }
 
-    /// Tells prefix replacements which prefix the route matches; refused on
-    /// `exact` and `pattern` routes, which have none.
+    /// Tells prefix replacements which prefix the route matches (refused on
+    /// `exact` and `pattern` routes, which have none), and mounts a static
+    /// action at a prefix route's prefix: `/static/app.css` on a `/static`
+    /// route is `app.css` under the root. Nothing is stripped on other
+    /// routes, nor when the route rewrites the path (which then says itself
+    /// what is looked up).
     pub(crate) fn bind_prefix(&mut self, path: &PathMatch) -> Result<(), InvalidRoute> {
+        #[cfg(feature = "static-files")]
+        if let Action::Static(files) = &mut self.inner.action {
+            let rewrites_path = self
+                .inner
+                .policies
+                .as_ref()
+                .and_then(|p| p.rewrite.as_ref())
+                .is_some_and(|r| r.rewrites_path());
+            let mount = match path {
+                PathMatch::Prefix(prefix) if !rewrites_path => matched_prefix(prefix),
+                _ => "".into(),
+            };
+            *files = files.mounted_at(&mount);
+            self.rebuild_layers();
+        }
         let inner = &mut self.inner;
         let rewrite = inner.policies.as_mut().and_then(|p| p.rewrite.as_mut());
         let rewrite_needs = rewrite.as_ref().is_some_and(|r| r.needs_prefix());

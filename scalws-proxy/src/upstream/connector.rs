@@ -14,14 +14,14 @@ use std::time::Duration;
 use http::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
-use rustls_pki_types::ServerName;
 use scalws_core::BoxError;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+#[cfg(feature = "tls")]
 use tokio_rustls::client::TlsStream;
 
 use super::error::{ConnectFailed, ConnectTimedOut};
+use super::tls::TlsSetup;
 
 /// Connects to one address.
 #[derive(Clone)]
@@ -29,13 +29,6 @@ pub(crate) struct Connector {
     address: SocketAddr,
     timeout: Duration,
     tls: Option<Arc<TlsSetup>>,
-}
-
-/// TLS for an `https` pool, shared by its addresses.
-pub(crate) struct TlsSetup {
-    pub(crate) connector: TlsConnector,
-    /// `tls.sni`; `None`: the address's IP is the server name.
-    pub(crate) sni: Option<ServerName<'static>>,
 }
 
 impl Connector {
@@ -52,15 +45,15 @@ impl Connector {
         let open = async {
             let tcp = TcpStream::connect(address).await?;
             tcp.set_nodelay(true)?;
-            let Some(tls) = &self.tls else {
-                return Ok(UpstreamStream::Plain(tcp));
-            };
-            let name = match &tls.sni {
-                Some(name) => name.clone(),
-                None => ServerName::IpAddress(address.ip().into()),
-            };
-            let stream = tls.connector.connect(name, tcp).await?;
-            Ok(UpstreamStream::Tls(Box::new(stream)))
+            match &self.tls {
+                None => Ok(UpstreamStream::Plain(tcp)),
+                #[cfg(feature = "tls")]
+                Some(tls) => Ok(UpstreamStream::Tls(Box::new(
+                    tls.connect(address, tcp).await?,
+                ))),
+                #[cfg(not(feature = "tls"))]
+                Some(never) => match **never {},
+            }
         };
         match tokio::time::timeout(self.timeout, open).await {
             Ok(Ok(stream)) => Ok(TokioIo::new(stream)),
@@ -91,6 +84,7 @@ impl tower::Service<Uri> for Connector {
 /// A connection to an upstream address, plain or TLS.
 pub(crate) enum UpstreamStream {
     Plain(TcpStream),
+    #[cfg(feature = "tls")]
     Tls(Box<TlsStream<TcpStream>>),
 }
 
@@ -98,6 +92,7 @@ impl Connection for UpstreamStream {
     fn connected(&self) -> Connected {
         match self {
             Self::Plain(_) => Connected::new(),
+            #[cfg(feature = "tls")]
             Self::Tls(stream) => {
                 if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
                     Connected::new().negotiated_h2()
@@ -117,6 +112,7 @@ impl AsyncRead for UpstreamStream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
@@ -130,6 +126,7 @@ impl AsyncWrite for UpstreamStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
@@ -141,6 +138,7 @@ impl AsyncWrite for UpstreamStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
@@ -148,6 +146,7 @@ impl AsyncWrite for UpstreamStream {
     fn is_write_vectored(&self) -> bool {
         match self {
             Self::Plain(s) => s.is_write_vectored(),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => s.is_write_vectored(),
         }
     }
@@ -155,6 +154,7 @@ impl AsyncWrite for UpstreamStream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
@@ -162,6 +162,7 @@ impl AsyncWrite for UpstreamStream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }

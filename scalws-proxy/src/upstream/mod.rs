@@ -75,7 +75,39 @@ mod options;
 mod pool;
 mod rendezvous;
 mod retry;
+#[cfg(feature = "tls")]
 mod tls;
+/// Without the `tls` feature an `https` pool cannot be built.
+#[cfg(not(feature = "tls"))]
+mod tls {
+    use super::options::TlsOptions;
+
+    /// Uninhabited: no `https` pool exists without the `tls` feature.
+    pub(crate) enum TlsSetup {}
+
+    impl TlsSetup {
+        pub(crate) fn new(_name: &str, _tls: &TlsOptions) -> Result<Self, String> {
+            Err("protocol https needs TLS, which is not built in (scalws-proxy's \"tls\" feature is off)".into())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use crate::upstream::{Protocol, UpstreamOptions, UpstreamPool};
+
+        #[test]
+        fn an_https_pool_is_refused_by_name() {
+            let options = UpstreamOptions {
+                addresses: vec![("127.0.0.1:9".parse().expect("address"), 1)],
+                protocol: Protocol::Https,
+                ..UpstreamOptions::default()
+            };
+            let error = UpstreamPool::new("secure", options).expect_err("no TLS in this build");
+            assert!(error.to_string().contains("secure"), "{error}");
+            assert!(error.to_string().contains("\"tls\" feature"), "{error}");
+        }
+    }
+}
 
 pub use address::UpstreamAddress;
 pub use endpoint::{EndpointState, EndpointStats};

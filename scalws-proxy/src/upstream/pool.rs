@@ -11,17 +11,16 @@ use http::{Request, Response, Uri, Version, header};
 use hyper::body::Incoming;
 use scalws_core::Body;
 use tokio::task::AbortHandle;
-use tokio_rustls::TlsConnector;
 
 use super::balance::Balancer;
 use super::client;
-use super::connector::{Connector, TlsSetup};
+use super::connector::Connector;
 use super::endpoint::{Endpoint, EndpointStats, PassivePolicy};
 use super::error::{InvalidUpstream, UpstreamError};
 use super::health::Checker;
 use super::options::{Protocol, UpstreamOptions};
 use super::retry::{Failure, Replay};
-use super::tls;
+use super::tls::TlsSetup;
 
 /// A named set of upstream addresses, each with its pooled connections:
 /// balancing, health, retries and timeouts. Cloning is one reference count.
@@ -99,15 +98,9 @@ impl UpstreamPool {
         };
         validate(&options).map_err(invalid)?;
         let tls = match options.protocol {
-            Protocol::Https => Some(Arc::new(TlsSetup {
-                connector: TlsConnector::from(
-                    tls::client_config(&name, &options.tls).map_err(invalid)?,
-                ),
-                sni: match &options.tls.sni {
-                    Some(sni) => Some(tls::server_name(sni).map_err(invalid)?),
-                    None => None,
-                },
-            })),
+            Protocol::Https => Some(Arc::new(
+                TlsSetup::new(&name, &options.tls).map_err(invalid)?,
+            )),
             _ => None,
         };
         let health = match &options.health_check {

@@ -12,10 +12,47 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
 use super::options::TlsOptions;
 
+/// TLS for an `https` pool, shared by its addresses.
+pub(crate) struct TlsSetup {
+    connector: TlsConnector,
+    /// `tls.sni`; `None`: the address's IP is the server name.
+    sni: Option<ServerName<'static>>,
+}
+
+impl TlsSetup {
+    /// The client configuration and server name of an `https` pool.
+    pub(crate) fn new(name: &str, tls: &TlsOptions) -> Result<Self, String> {
+        Ok(Self {
+            connector: TlsConnector::from(client_config(name, tls)?),
+            sni: match &tls.sni {
+                Some(sni) => Some(server_name(sni)?),
+                None => None,
+            },
+        })
+    }
+
+    /// The handshake over `tcp`, to `address`.
+    pub(crate) async fn connect(
+        &self,
+        address: std::net::SocketAddr,
+        tcp: TcpStream,
+    ) -> std::io::Result<TlsStream<TcpStream>> {
+        let name = match &self.sni {
+            Some(name) => name.clone(),
+            None => ServerName::IpAddress(address.ip().into()),
+        };
+        self.connector.connect(name, tcp).await
+    }
+}
+
 /// Builds the client configuration, or says what is wrong with the options.
-pub(crate) fn client_config(name: &str, tls: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+fn client_config(name: &str, tls: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -47,7 +84,7 @@ pub(crate) fn client_config(name: &str, tls: &TlsOptions) -> Result<Arc<ClientCo
 }
 
 /// `tls.sni` as a server name, checked at build.
-pub(crate) fn server_name(sni: &str) -> Result<ServerName<'static>, String> {
+fn server_name(sni: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(sni.to_owned())
         .map_err(|_| format!("tls.sni: {sni:?} is not a valid server name"))
 }

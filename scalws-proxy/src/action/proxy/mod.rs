@@ -28,6 +28,7 @@ use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
 use scalws_core::{Body, BoxError, ConnInfo, Observed, OriginalHost};
 
+#[cfg(feature = "cache")]
 use scalws_cache::{Cache, CacheService};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
@@ -35,16 +36,25 @@ use tower::{Layer, Service, ServiceExt};
 use super::ActionFuture;
 use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool, UpstreamService};
 
-/// Forwards requests to one pool, through a response cache when one is set.
+/// Forwards requests to one pool, through a response cache when one is set
+/// (feature `cache`).
 #[derive(Clone)]
 pub struct Proxy {
     forward: Forward,
+    #[cfg(feature = "cache")]
+    cache: CacheSlot,
+}
+
+/// The response cache in front of a proxy.
+#[cfg(feature = "cache")]
+#[derive(Clone, Default)]
+struct CacheSlot {
     cached: Option<CacheService<Forward>>,
     /// A cache to put in front once the route is known (`with_route_cache`).
     route_cache: Option<Cache>,
     /// The cache and partition `cached` was made from, to make it again
     /// over the forwarding step when upstream layers are added later.
-    cache_source: Option<(Cache, String)>,
+    source: Option<(Cache, String)>,
 }
 
 /// The proxy's own steps without the cache: what the cache asks on a miss.
@@ -72,9 +82,11 @@ impl Service<Request<Body>> for Forward {
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy")
-            .field("pool", &self.forward.pool.name())
-            .field("cached", &self.cached.is_some())
+        let mut proxy = f.debug_struct("Proxy");
+        proxy.field("pool", &self.forward.pool.name());
+        #[cfg(feature = "cache")]
+        proxy.field("cached", &self.cache.cached.is_some());
+        proxy
             .field("upstream_layers", &self.forward.upstream.is_some())
             .finish()
     }
@@ -88,12 +100,12 @@ impl Proxy {
                 pool,
                 upstream: None,
             },
-            cached: None,
-            route_cache: None,
-            cache_source: None,
+            #[cfg(feature = "cache")]
+            cache: CacheSlot::default(),
         }
     }
 
+    #[cfg(feature = "cache")]
     /// Answers GET and HEAD from `cache` where RFC 9111 allows, asking the
     /// pool on a miss. `partition` names the route: routes sharing a cache
     /// share its store and bound but never its entries (a header-matched
@@ -101,15 +113,16 @@ impl Proxy {
     ///
     /// Misses go through the upstream layers, whichever order the two are set in.
     pub fn with_cache(mut self, cache: &Cache, partition: &str) -> Self {
-        self.cache_source = Some((cache.clone(), partition.to_owned()));
+        self.cache.source = Some((cache.clone(), partition.to_owned()));
         self.rebuild_cache();
         self
     }
 
     /// Makes the cache service again over the current forwarding step.
     fn rebuild_cache(&mut self) {
-        if let Some((cache, partition)) = &self.cache_source {
-            self.cached = Some(
+        #[cfg(feature = "cache")]
+        if let Some((cache, partition)) = &self.cache.source {
+            self.cache.cached = Some(
                 cache
                     .layer_for(partition.as_str())
                     .layer(self.forward.clone()),
@@ -117,6 +130,7 @@ impl Proxy {
         }
     }
 
+    #[cfg(feature = "cache")]
     /// Answers from `cache` like [`with_cache`](Self::with_cache), with the
     /// route's own partition: the application names it by the route's
     /// name and the route's conditions
@@ -124,19 +138,22 @@ impl Proxy {
     /// route is added, so routes keep their entries apart and
     /// reordering routes mixes nothing. Outside an application, no cache.
     pub fn with_route_cache(mut self, cache: &Cache) -> Self {
-        self.route_cache = Some(cache.clone());
+        self.cache.route_cache = Some(cache.clone());
         self
     }
 
+    /// Whether a cache waits for the route's identity (`with_route_cache`).
+    #[cfg(feature = "cache")]
     pub(crate) fn wants_route(&self) -> bool {
-        self.route_cache.is_some()
+        self.cache.route_cache.is_some()
     }
 
     /// Puts the cache asked for by [`with_route_cache`](Self::with_route_cache)
     /// in front, partitioned by `identity`.
+    #[cfg(feature = "cache")]
     pub(crate) fn bind_route(&mut self, identity: &str) {
-        if let Some(cache) = self.route_cache.take() {
-            self.cache_source = Some((cache, identity.to_owned()));
+        if let Some(cache) = self.cache.route_cache.take() {
+            self.cache.source = Some((cache, identity.to_owned()));
             self.rebuild_cache();
         }
     }
@@ -176,21 +193,21 @@ impl Proxy {
     }
 
     /// Whether a response cache answers first.
+    #[cfg(feature = "cache")]
     pub fn is_cached(&self) -> bool {
-        self.cached.is_some()
+        self.cache.cached.is_some()
     }
 
     /// Forwards one request (through the cache, if any) and returns the
     /// upstream's or the cache's response, or an error response.
     pub(crate) fn call_parts(&self, parts: Parts, body: Body) -> ActionFuture {
         let request = Request::from_parts(parts, body);
-        match &self.cached {
-            None => {
-                let forward = self.forward.clone();
-                ActionFuture::boxed(async move { forward.forward(request).await })
-            }
-            Some(cached) => ActionFuture::oneshot(cached.clone(), request),
+        #[cfg(feature = "cache")]
+        if let Some(cached) = &self.cache.cached {
+            return ActionFuture::oneshot(cached.clone(), request);
         }
+        let forward = self.forward.clone();
+        ActionFuture::boxed(async move { forward.forward(request).await })
     }
 }
 

@@ -60,9 +60,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use http::request::Parts;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use scalws_core::Body;
 use scalws_core::error::error_response;
+use scalws_router::normalize_path;
+
+use super::ActionFuture;
 
 use cache::{CachedFile, FileCache, Lookup};
 use request_path::Prefix;
@@ -80,7 +84,11 @@ pub struct StaticOptions {
     pub index: Option<String>,
     /// An HTML listing for a directory without an index.
     pub listing: bool,
-    /// The route's prefix, stripped from the path (`"/"` or `""`: nothing).
+    /// A prefix stripped from the path (`"/"` or `""`: nothing) when the
+    /// files are served alone, by [`StaticFiles::serve`] or as a `Service`.
+    /// As a route's action this is ignored: a prefix route strips its own
+    /// prefix, and nothing is stripped on `exact` and `pattern` routes or
+    /// when the route rewrites the path.
     pub strip_prefix: String,
 }
 
@@ -152,6 +160,34 @@ impl StaticFiles {
             Lookup::Miss => {}
         }
         self.load(head, path, &rel, headers).await
+    }
+
+    /// The same files served under `prefix` (stripped from request paths),
+    /// with a cache of their own: what a prefix route makes of its action.
+    pub(crate) fn mounted_at(&self, prefix: &str) -> Self {
+        let shared = &self.shared;
+        Self {
+            shared: Arc::new(Shared {
+                root: shared.root.clone(),
+                index: shared.index.clone(),
+                listing: shared.listing,
+                prefix: Prefix::new(prefix),
+                cache: FileCache::new(),
+            }),
+        }
+    }
+
+    /// Serves a request the gateway routed, by its normalised path.
+    pub(crate) fn serve_routed(&self, parts: Parts) -> ActionFuture {
+        let files = self.clone();
+        ActionFuture::boxed(async move {
+            // Normalised again rather than copied out: the gateway already
+            // accepted this path, so this cannot fail.
+            match normalize_path(parts.uri.path()) {
+                Ok(path) => files.serve(&parts.method, &path, &parts.headers).await,
+                Err(_) => error_response(StatusCode::BAD_REQUEST),
+            }
+        })
     }
 
     /// Whether a cached file still matches the disk.

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use http::{Request, Response, header};
+#[cfg(feature = "cache")]
 use scalws_cache::CacheStatus;
 use scalws_core::{Body, ConnInfo};
 
@@ -62,7 +63,10 @@ impl Pending {
         let extensions = response.extensions();
         self.entry.status = response.status().as_u16();
         self.entry.upstream = extensions.get::<UpstreamAddress>().map(|a| a.0);
-        self.entry.cache = extensions.get::<CacheStatus>().map(|c| c.as_str());
+        #[cfg(feature = "cache")]
+        {
+            self.entry.cache = extensions.get::<CacheStatus>().map(|c| c.as_str());
+        }
         response.map(|body| Body::new(LoggedBody::new(body, self)))
     }
 

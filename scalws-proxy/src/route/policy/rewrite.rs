@@ -45,6 +45,12 @@ impl Rewrite {
         Ok(self)
     }
 
+    /// Whether it changes the path (then a static route looks up the path it made).
+    #[cfg(feature = "static-files")]
+    pub(crate) fn rewrites_path(&self) -> bool {
+        self.path.is_some()
+    }
+
     pub(crate) fn needs_prefix(&self) -> bool {
         self.path.as_ref().is_some_and(PathModifier::needs_prefix)
     }

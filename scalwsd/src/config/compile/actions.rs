@@ -59,7 +59,6 @@ impl Compiler<'_> {
         &mut self,
         path: &str,
         files: &Spanned<crate::config::schema::StaticFile>,
-        strip_prefix: String,
     ) -> Option<StaticFiles> {
         let f = &files.value;
         let root = self.base_dir.join(&f.root.value);
@@ -68,7 +67,7 @@ impl Compiler<'_> {
             index: Some(f.index.clone().unwrap_or_else(|| "index.html".to_owned()))
                 .filter(|i| !i.is_empty()),
             listing: f.listing,
-            strip_prefix,
+            strip_prefix: String::new(),
         };
         match StaticFiles::new(options) {
             Ok(files) => Some(files),

@@ -69,22 +69,10 @@ impl Compiler<'_> {
         }
         if let Some(files) = &r.static_files {
             actions.push("static");
-            // Stripped in the form requests are matched in: `/static/` acts as `/static`.
-            // A path rewrite says itself which path is looked up: nothing is stripped.
-            let rewrites_path = r
-                .rewrite
-                .as_ref()
-                .is_some_and(|w| w.value.path.is_some() || w.value.prefix.is_some());
-            let prefix = match &path_match {
-                Some(PathMatch::Prefix(prefix)) if !rewrites_path => {
-                    scalws_router::normalize_path(prefix)
-                        .map(|p| p.trim_end_matches('/').to_owned())
-                        .unwrap_or_default()
-                }
-                _ => String::new(),
-            };
+            // The route strips its own prefix when it is added (scalws-proxy's
+            // Route), unless it rewrites the path.
             target = self
-                .static_files(&format!("{path}.static"), files, prefix)
+                .static_files(&format!("{path}.static"), files)
                 .map(Action::Static);
         }
         if let Some(target_name) = &r.proxy {
