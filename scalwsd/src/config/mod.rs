@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "cache")]
 use scalws_cache::{Cache, CacheOptions};
 use scalws_core::{Limits, ListenerSpec};
 use scalws_proxy::Gateway;
@@ -69,13 +70,15 @@ pub enum AccessLogTarget {
 pub struct Carried {
     pub(crate) pools: upstreams::Pools,
     /// Response caches by application name, with their settings.
+    #[cfg(feature = "cache")]
     pub(crate) caches: HashMap<String, (CacheOptions, Cache)>,
     /// Route counters, shared by every configuration of the process.
     pub metrics: Metrics,
 }
 
 impl Carried {
-    /// The response cache of application `name`, for purges and statistics.
+    /// The response cache of application `name`, for purges and statistics
+    /// (feature `cache`).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -88,6 +91,7 @@ impl Carried {
     /// assert!(config.carried.cache("other").is_none());
     /// # }
     /// ```
+    #[cfg(feature = "cache")]
     pub fn cache(&self, name: &str) -> Option<&Cache> {
         self.caches.get(name).map(|(_, cache)| cache)
     }
@@ -107,6 +111,7 @@ pub struct Inputs {
 
 impl Inputs {
     /// The bytes of `path`: from memory if held there, else from disk.
+    #[cfg(feature = "tls")]
     pub(crate) fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         match self.files.get(path) {
             Some(bytes) => Ok(bytes.clone()),

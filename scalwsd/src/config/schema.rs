@@ -48,12 +48,16 @@ pub(super) struct ListenerFile {
     pub(super) tls: Option<Spanned<ListenerTlsFile>>,
 }
 
+// Parsed even when the part is not built, so a file using it gets a
+// located "not built" error rather than an unknown-field one.
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListenerTlsFile {
     pub(super) certificates: Vec<Spanned<CertificateFile>>,
 }
 
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CertificateFile {
@@ -158,6 +162,9 @@ pub(super) struct RespondFile {
     pub(super) headers: BTreeMap<String, Spanned<String>>,
 }
 
+// Parsed even when the part is not built, so a file using it gets a
+// located "not built" error rather than an unknown-field one.
+#[cfg_attr(not(feature = "static-files"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StaticFile {
@@ -237,6 +244,9 @@ pub(super) struct PassiveFile {
     pub(super) cooldown: Option<Spanned<DurationValue>>,
 }
 
+// Parsed even when the part is not built, so a file using it gets a
+// located "not built" error rather than an unknown-field one.
+#[cfg_attr(not(feature = "cache"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CacheFile {

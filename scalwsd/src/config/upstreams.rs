@@ -417,13 +417,13 @@ impl Definition {
 
 impl Pools {
     /// Every pool with its name.
-    #[cfg(feature = "binary")]
+    #[cfg(any(feature = "binary", all(test, feature = "tls")))]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &UpstreamPool)> {
         self.0.iter().map(|(name, (_, pool))| (name.as_str(), pool))
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tls"))]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use std::path::Path;

@@ -55,6 +55,7 @@ impl Compiler<'_> {
         Some(out)
     }
 
+    #[cfg(feature = "static-files")]
     pub(super) fn static_files(
         &mut self,
         path: &str,

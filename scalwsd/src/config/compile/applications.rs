@@ -79,10 +79,18 @@ impl Compiler<'_> {
                 Err(_) => return None,
             };
         }
-        self.cache = app
-            .cache
-            .as_ref()
-            .and_then(|c| self.cache(&format!("{path}.cache"), name, c));
+        #[cfg(feature = "cache")]
+        {
+            self.cache = app
+                .cache
+                .as_ref()
+                .and_then(|c| self.cache(&format!("{path}.cache"), name, c));
+        }
+        #[cfg(not(feature = "cache"))]
+        if let Some(cache) = &app.cache {
+            let at = format!("{path}.cache");
+            self.not_built(&cache.referenced, at, "The response cache", "cache");
+        }
         if self.https_redirect(path, &app.https_redirect) {
             builder = builder.https_redirect(true);
         }
@@ -124,6 +132,7 @@ impl Compiler<'_> {
 
     /// The application's response cache: the previous configuration's when
     /// the application had one with the same settings.
+    #[cfg(feature = "cache")]
     pub(super) fn cache(
         &mut self,
         path: &str,

@@ -26,14 +26,15 @@ impl Compiler<'_> {
                 .map_or(listener.referenced, |p| p.referenced);
             let kind = match l.protocol.as_ref().map(|p| p.value.as_str()) {
                 None | Some("http") => Some(Kind::Http),
-                Some("https") => Some(Kind::Https),
+                Some("https") if cfg!(feature = "tls") => Some(Kind::Https),
                 Some("http3") if cfg!(feature = "http3") => Some(Kind::Http3),
-                Some("http3") => {
-                    self.errors.at(
-                        &protocol_at,
-                        path("protocol"),
-                        "HTTP/3 is not built into this scalwsd (build it with --features http3)",
-                    );
+                #[cfg(not(all(feature = "tls", feature = "http3")))]
+                Some(protocol @ ("https" | "http3")) => {
+                    let (what, feature) = match protocol {
+                        "https" => ("HTTPS", "tls"),
+                        _ => ("HTTP/3", "http3"),
+                    };
+                    self.not_built(&protocol_at, path("protocol"), what, feature);
                     None
                 }
                 Some(other) => {
@@ -66,12 +67,7 @@ impl Compiler<'_> {
                     );
                     None
                 }
-                (Some(kind), Some(tls)) => self
-                    .certificates(&path("tls.certificates"), tls, matches!(kind, Kind::Http3))
-                    .map(|certs| match kind {
-                        Kind::Https => ListenerProtocol::Https(certs),
-                        _ => ListenerProtocol::Http3(certs),
-                    }),
+                (Some(kind), Some(tls)) => self.secure(&path("tls.certificates"), tls, kind),
                 (None, _) => None,
             };
             match l.address.value.parse::<SocketAddr>() {
@@ -110,11 +106,41 @@ impl Compiler<'_> {
         specs
     }
 
+    /// An `https` or `http3` listener's protocol, its certificates loaded.
+    #[cfg(feature = "tls")]
+    fn secure(
+        &mut self,
+        path: &str,
+        tls: &Spanned<ListenerTlsFile>,
+        kind: Kind,
+    ) -> Option<ListenerProtocol> {
+        let certificates = self.certificates(path, tls, matches!(kind, Kind::Http3))?;
+        match kind {
+            Kind::Https => Some(ListenerProtocol::Https(certificates)),
+            #[cfg(feature = "http3")]
+            Kind::Http3 => Some(ListenerProtocol::Http3(certificates)),
+            // Refused with its protocol above.
+            _ => None,
+        }
+    }
+
+    /// Without TLS no listener is secure: its protocol was refused above.
+    #[cfg(not(feature = "tls"))]
+    fn secure(
+        &mut self,
+        _: &str,
+        _: &Spanned<ListenerTlsFile>,
+        _: Kind,
+    ) -> Option<ListenerProtocol> {
+        None
+    }
+
     /// Loads a listener's certificates, or reuses the set loaded for the same
     /// files. No set is shared by two `http3` listeners (`quic`): a reload
     /// pours an `http3` listener's new certificates into the set its QUIC
     /// endpoint was opened with, and another `http3` listener reading that
     /// set would serve them too. (`https` listeners take new sets.)
+    #[cfg(feature = "tls")]
     pub(super) fn certificates(
         &mut self,
         path: &str,

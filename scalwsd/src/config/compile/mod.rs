@@ -10,13 +10,17 @@ use std::num::NonZeroU32;
 use std::path::Path;
 
 use http::{HeaderName, HeaderValue, Method, StatusCode};
+#[cfg(feature = "cache")]
 use scalws_cache::{Cache, CacheOptions};
+#[cfg(feature = "tls")]
 use scalws_core::tls::{CertificateFiles, TlsCertificates};
 use scalws_core::{Limits, ListenerProtocol, ListenerSpec, Scheme};
 use scalws_proxy::{
     Action, Application, ApplicationBuilder, Backend, Backends, Gateway, HeaderModifier,
-    PathModifier, Proxy, Redirect, Respond, Rewrite, Route, StaticFiles, StaticOptions,
+    PathModifier, Proxy, Redirect, Respond, Rewrite, Route,
 };
+#[cfg(feature = "static-files")]
+use scalws_proxy::{StaticFiles, StaticOptions};
 use scalws_router::{HostPattern, PathMatch, RouteSpec};
 use serde_saphyr::{Location, Spanned};
 
@@ -24,9 +28,11 @@ use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::units::DurationValue;
 use super::upstreams::Upstreams;
 use super::{AccessLogTarget, Carried, Config, Inputs};
+#[cfg(feature = "cache")]
+use crate::config::schema::CacheFile;
 use crate::config::schema::{
-    ApplicationFile, BackendFile, CacheFile, File, HeadersFile, LimitsFile, ListenerFile,
-    ListenerTlsFile, RedirectFile, RewriteFile, RouteFile,
+    ApplicationFile, BackendFile, File, HeadersFile, LimitsFile, ListenerFile, ListenerTlsFile,
+    RedirectFile, RewriteFile, RouteFile,
 };
 
 mod actions;
@@ -47,15 +53,20 @@ pub(crate) fn compile(
     let upstreams = Upstreams::compile(&file.upstreams, base_dir, &previous.pools, &mut errors);
     let mut compiler = Compiler {
         previous,
+        #[cfg(feature = "cache")]
         caches: HashMap::new(),
         errors: &mut errors,
+        #[cfg(any(feature = "tls", feature = "static-files"))]
         base_dir,
+        #[cfg(feature = "tls")]
         inputs,
         upstreams,
         // Set from the first https listener.
         https_port: None,
+        #[cfg(feature = "tls")]
         certificates: Vec::new(),
         warnings: Vec::new(),
+        #[cfg(feature = "cache")]
         cache: None,
     };
 
@@ -143,6 +154,7 @@ pub(crate) fn compile(
     let warnings = std::mem::take(&mut compiler.warnings);
     let carried = Carried {
         pools: std::mem::take(&mut compiler.upstreams.pools),
+        #[cfg(feature = "cache")]
         caches: std::mem::take(&mut compiler.caches),
         metrics: previous.metrics.clone(),
     };
@@ -195,12 +207,16 @@ impl Kind {
 
 struct Compiler<'a> {
     errors: &'a mut Errors,
+    /// What relative certificate and static-root paths are resolved against.
+    #[cfg(any(feature = "tls", feature = "static-files"))]
     base_dir: &'a Path,
     /// Certificate files held in memory.
+    #[cfg(feature = "tls")]
     inputs: &'a Inputs,
     /// What the configuration in use carries: pools, caches, counters.
     previous: &'a Carried,
     /// The caches this configuration uses, by application, for the next one.
+    #[cfg(feature = "cache")]
     caches: HashMap<String, (CacheOptions, Cache)>,
     upstreams: Upstreams,
     /// Where `https_redirect` sends requests: the first https listener's port.
@@ -209,10 +225,12 @@ struct Compiler<'a> {
     /// Certificate sets already loaded, by their files: listeners naming the
     /// same files share one set, except that no two `http3` listeners do
     /// (`true`: an `http3` listener has this one).
+    #[cfg(feature = "tls")]
     certificates: Vec<(Vec<CertificateFiles>, TlsCertificates, bool)>,
     /// Problems that do not stop the load (expired certificates).
     warnings: Vec<String>,
     /// The response cache of the application being compiled, if it has one.
+    #[cfg(feature = "cache")]
     cache: Option<Cache>,
 }
 
@@ -238,6 +256,30 @@ impl Compiler<'_> {
         value.value.0
     }
 
+    /// A part of the configuration this build leaves out (a Cargo feature off).
+    #[cfg(not(all(
+        feature = "tls",
+        feature = "http3",
+        feature = "cache",
+        feature = "static-files"
+    )))]
+    fn not_built(&mut self, at: &Location, path: String, what: &str, feature: &str) {
+        self.errors.at(
+            at,
+            path,
+            format!("{what} is not built into this scalwsd (build it with --features {feature})"),
+        );
+    }
+
+    /// Whether the application being compiled has a response cache.
+    fn has_cache(&self) -> bool {
+        #[cfg(feature = "cache")]
+        if self.cache.is_some() {
+            return true;
+        }
+        false
+    }
+
     fn errors_len(&self) -> usize {
         self.errors.len()
     }
@@ -261,5 +303,81 @@ fn route_location(route: &RouteFile) -> (Option<Location>, &'static str) {
     match written {
         Some((at, key)) => (Some(at), key),
         None => (Some(p.referenced), "match.path"),
+    }
+}
+
+/// A build without a part refuses a file that uses it, where it uses it.
+/// (Run by CI with `--no-default-features`.)
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod not_built {
+    /// The errors of loading `yaml`, as printed.
+    #[allow(dead_code)]
+    fn refused(yaml: &str) -> String {
+        match crate::config::load("parts.yaml", yaml, std::path::Path::new(".")) {
+            Ok(_) => panic!("loaded:\n{yaml}"),
+            Err(errors) => errors.to_string(),
+        }
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn https_listeners_and_upstreams() {
+        let listener = refused(
+            "listeners:\n  - { name: s, address: 127.0.0.1:0, protocol: https, tls: { certificates: [{ cert: c.pem, key: k.pem }] } }\n",
+        );
+        assert!(listener.contains("parts.yaml:2:"), "{listener}");
+        assert!(listener.contains("listeners[0].protocol"), "{listener}");
+        assert!(
+            listener
+                .contains("HTTPS is not built into this scalwsd (build it with --features tls)"),
+            "{listener}"
+        );
+        let upstream = refused(
+            "listeners: [{ name: h, address: 127.0.0.1:0 }]\nupstreams:\n  s: { addresses: [127.0.0.1:9], protocol: https }\napplications:\n  - { name: a, domains: ['*'], routes: [{ path: /, proxy: s }] }\n",
+        );
+        assert!(upstream.contains("\"tls\" feature is off"), "{upstream}");
+    }
+
+    #[cfg(not(feature = "http3"))]
+    #[tokio::test]
+    async fn http3_listeners() {
+        let errors = refused(
+            "listeners:\n  - { name: q, address: 127.0.0.1:0, protocol: http3, tls: { certificates: [{ cert: c.pem, key: k.pem }] } }\n",
+        );
+        assert!(errors.contains("listeners[0].protocol"), "{errors}");
+        assert!(
+            errors
+                .contains("HTTP/3 is not built into this scalwsd (build it with --features http3)"),
+            "{errors}"
+        );
+    }
+
+    #[cfg(not(feature = "cache"))]
+    #[tokio::test]
+    async fn response_caches() {
+        let errors = refused(
+            "listeners: [{ name: h, address: 127.0.0.1:0 }]\napplications:\n  - { name: a, domains: ['*'], cache: {}, routes: [{ path: /, respond: { status: 200 } }] }\n",
+        );
+        assert!(errors.contains("applications[0].cache"), "{errors}");
+        assert!(
+            errors.contains(
+                "The response cache is not built into this scalwsd (build it with --features cache)"
+            ),
+            "{errors}"
+        );
+    }
+
+    #[cfg(not(feature = "static-files"))]
+    #[tokio::test]
+    async fn static_routes() {
+        let errors = refused(
+            "listeners: [{ name: h, address: 127.0.0.1:0 }]\napplications:\n  - { name: a, domains: ['*'], routes: [{ path: /, static: { root: . } }] }\n",
+        );
+        assert!(
+            errors.contains("applications[0].routes[0].static"),
+            "{errors}"
+        );
+        assert!(errors.contains("Serving static files is not built into this scalwsd (build it with --features static-files)"), "{errors}");
     }
 }

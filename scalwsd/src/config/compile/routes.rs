@@ -71,9 +71,19 @@ impl Compiler<'_> {
             actions.push("static");
             // The route strips its own prefix when it is added (scalws-proxy's
             // Route), unless it rewrites the path.
-            target = self
-                .static_files(&format!("{path}.static"), files)
-                .map(Action::Static);
+            #[cfg(feature = "static-files")]
+            {
+                target = self
+                    .static_files(&format!("{path}.static"), files)
+                    .map(Action::Static);
+            }
+            #[cfg(not(feature = "static-files"))]
+            self.not_built(
+                &files.referenced,
+                format!("{path}.static"),
+                "Serving static files",
+                "static-files",
+            );
         }
         if let Some(target_name) = &r.proxy {
             actions.push("proxy");
@@ -82,13 +92,14 @@ impl Compiler<'_> {
                 .resolve(&format!("{path}.proxy"), target_name, self.errors)
                 .map(|pool| {
                     let proxy = Proxy::new(pool);
-                    match (&self.cache, r.cache.as_ref().map(|c| c.value)) {
+                    #[cfg(feature = "cache")]
+                    if let (Some(cache), None | Some(true)) =
+                        (&self.cache, r.cache.as_ref().map(|c| c.value))
+                    {
                         // Partitioned by the route's conditions when it is added.
-                        (Some(cache), None | Some(true)) => {
-                            Action::Proxy(proxy.with_route_cache(cache))
-                        }
-                        _ => Action::Proxy(proxy),
+                        return Action::Proxy(proxy.with_route_cache(cache));
                     }
+                    Action::Proxy(proxy)
                 });
         }
         if let Some(list) = &r.backends {
@@ -120,7 +131,7 @@ impl Compiler<'_> {
             self.header_modifier(&format!("{path}.response_headers"), headers, false)
         });
         if let Some(flag) = &r.cache {
-            if flag.value && self.cache.is_none() {
+            if flag.value && !self.has_cache() {
                 self.errors.at(
                     &flag.referenced,
                     format!("{path}.cache"),
