@@ -15,8 +15,12 @@
 //!
 //! - [`RequestLimitsLayer`]: the request limits as a layer, for a stack
 //!   mounted in a server that is not ScalWS's own.
-//! - [`tls`]: listener certificates loaded from PEM files, chosen by SNI,
-//!   reloadable in place.
+//! - `tls` (feature `tls`): listener certificates loaded from PEM files,
+//!   chosen by SNI, reloadable in place.
+//!
+//! Features: `http3` (on by default: HTTP/3 listeners, with quinn) and
+//! `tls` (HTTPS listeners, with rustls), which `http3` turns on. Without
+//! them the server speaks plain HTTP/1.1 and h2c.
 //!
 //! Core knows nothing of routing, caching or proxying.
 //!

@@ -19,6 +19,11 @@
 //! - [`upstream::UpstreamPool`]: a balanced, health-checked client, a
 //!   `Service<Request<Body>>` of its own.
 //!
+//! Cargo features, all on by default: `tls` (https upstreams, the 421
+//! check), `cache` (the response cache in front of a [`Proxy`]) and
+//! `static-files` ([`StaticFiles`]). Without them the crate routes and
+//! proxies over plain HTTP and builds none of rustls or moka.
+//!
 //! The embedder's own layers go around everything (wrap the gateway),
 //! around one application ([`ApplicationBuilder::layer`]), around one route
 //! ([`Route::layer`]) and around the upstream call
