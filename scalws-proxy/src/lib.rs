@@ -70,8 +70,8 @@ pub use application::{
     Application, ApplicationBuilder, NoRouteFor, RouteRouter, RouteRouterBuilder,
 };
 pub use gateway::{
-    Explanation, Gateway, GatewayBuilder, HostRouter, HostRouterBuilder, InvalidGateway,
-    InvalidHostRouter, Outcome, SharedGateway,
+    ClaimedTwice, Explanation, Gateway, GatewayBuilder, HostRouter, HostRouterBuilder,
+    InvalidGateway, InvalidHostRouter, Outcome, SharedGateway,
 };
 pub use route::{
     HeaderModifier, HttpsRedirect, InvalidHostName, InvalidPathModifier, PathModifier, PolicyLayer,

@@ -69,6 +69,28 @@ fn duplicate_domain_names_both_applications() {
     );
 }
 
+/// The host table finds every domain claimed twice (an application's own
+/// repeat too), each reported where the later claim is, beside the file's
+/// other errors.
+#[test]
+fn every_duplicate_domain_is_reported_with_the_other_errors() {
+    let yaml = with_app(concat!(
+        "  - name: a\n    domains: [x.com, y.com, x.com]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+        "  - name: b\n    domains: [y.com]\n    routes: [{ path: /, respond: { body: hi } }]\n",
+        "  - name: c\n    domains: [z.com]\n    routes: [{ path: /, respond: { status: 999 } }]\n",
+    ));
+    let text = errors(&yaml);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("bad.yaml:6:"), "{text}");
+    assert!(lines[0].ends_with("applications[0].domains[2]: domain \"x.com\" on listener \"http\" is claimed by both \"a\" and \"a\""), "{text}");
+    assert!(lines[1].ends_with("applications[1].domains[0]: domain \"y.com\" on listener \"http\" is claimed by both \"a\" and \"b\""), "{text}");
+    assert!(
+        lines[2].contains("applications[2].routes[0].respond.status"),
+        "{text}"
+    );
+}
+
 #[test]
 fn same_domain_on_different_listeners_is_fine() {
     let yaml = "listeners:\n  - { name: a, address: 127.0.0.1:0 }\n  - { name: b, address: 127.0.0.1:0 }\n\

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use scalws_router::DuplicateDomain;
-
-use super::hosts::TablesBuilder;
+use super::hosts::{ClaimedTwice, TablesBuilder};
 use super::{Gateway, Inner};
 use crate::application::{Application, ApplicationBuilder};
 use crate::observe::metrics::RouteMetrics;
@@ -13,15 +11,10 @@ use crate::observe::metrics::RouteMetrics;
 /// The gateway could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum InvalidGateway {
-    /// Two applications on one listener claim the same domain.
-    #[error("listener \"{listener}\": {source}")]
-    DuplicateDomain {
-        /// The listener both are on.
-        listener: String,
-        /// The domain and the two applications.
-        #[source]
-        source: DuplicateDomain,
-    },
+    /// Applications on one listener claim the same domain: every such
+    /// claim, in the order the applications were added.
+    #[error("{}", claims(.0))]
+    DuplicateDomains(Vec<ClaimedTwice>),
     /// An application names a listener the gateway does not have.
     #[error("application \"{application}\" names unknown listener \"{listener}\"")]
     UnknownListener {
@@ -76,9 +69,11 @@ impl GatewayBuilder {
     }
 
     /// Builds the per-listener host tables. A domain claimed twice on one
-    /// listener is refused here, by the host table.
+    /// listener is refused here, by the host table, and every such claim is
+    /// reported (in [`InvalidGateway::DuplicateDomains`]).
     pub fn build(self) -> Result<Gateway, InvalidGateway> {
         let mut tables = TablesBuilder::new(self.listeners);
+        let mut claimed_twice = Vec::new();
         for mut builder in self.applications {
             if let Some(wanted) = &builder.listeners {
                 for listener in wanted {
@@ -99,13 +94,16 @@ impl GatewayBuilder {
             let domains = std::mem::take(&mut builder.domains);
             let application: Arc<Application> = builder.finish(self.unrouted.clone());
             for domain in &domains {
-                tables
-                    .insert(on.as_deref(), domain, &application.name, &application)
-                    .map_err(|(listener, source)| InvalidGateway::DuplicateDomain {
-                        listener,
-                        source,
-                    })?;
+                claimed_twice.extend(tables.insert(
+                    on.as_deref(),
+                    domain,
+                    &application.name,
+                    &application,
+                ));
             }
+        }
+        if !claimed_twice.is_empty() {
+            return Err(InvalidGateway::DuplicateDomains(claimed_twice));
         }
         Ok(Gateway {
             inner: Arc::new(Inner {
@@ -116,4 +114,9 @@ impl GatewayBuilder {
             retired: None,
         })
     }
+}
+
+fn claims(claimed: &[ClaimedTwice]) -> String {
+    let text: Vec<String> = claimed.iter().map(ToString::to_string).collect();
+    text.join("; ")
 }

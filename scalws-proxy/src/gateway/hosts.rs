@@ -82,6 +82,16 @@ fn not_covered(_conn: &ConnInfo, _host: &str) -> bool {
     false
 }
 
+/// A domain claimed twice on one listener: the host table refused the second claim.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("listener \"{listener}\": {duplicate}")]
+pub struct ClaimedTwice {
+    /// The listener.
+    pub listener: String,
+    /// The domain and both applications.
+    pub duplicate: DuplicateDomain,
+}
+
 /// Per-listener host tables under construction.
 pub(crate) struct TablesBuilder<T> {
     tables: Vec<(String, HostTableBuilder<T>)>,
@@ -102,23 +112,28 @@ impl<T: Clone> TablesBuilder<T> {
     }
 
     /// Adds `domain` for `value` on the listeners `on` names (every one when
-    /// `None`); a domain claimed twice on one listener is refused, with that listener.
+    /// `None`). A domain already claimed on a listener is not added there;
+    /// each such listener is returned with the claim it collides with.
     pub(crate) fn insert(
         &mut self,
         on: Option<&[String]>,
         domain: &HostPattern,
         owner: &str,
         value: &T,
-    ) -> Result<(), (String, DuplicateDomain)> {
+    ) -> Vec<ClaimedTwice> {
+        let mut refused = Vec::new();
         for (listener, table) in &mut self.tables {
             if on.is_some_and(|names| !names.contains(listener)) {
                 continue;
             }
-            table
-                .insert(domain.clone(), owner, value.clone())
-                .map_err(|duplicate| (listener.clone(), duplicate))?;
+            if let Err(duplicate) = table.insert(domain.clone(), owner, value.clone()) {
+                refused.push(ClaimedTwice {
+                    listener: listener.clone(),
+                    duplicate,
+                });
+            }
         }
-        Ok(())
+        refused
     }
 
     pub(crate) fn build(self) -> Vec<Listener<T>> {
@@ -262,9 +277,16 @@ impl<S: Clone> HostRouterBuilder<S> {
                 Some(name) => Some(std::slice::from_ref(name)),
                 None => None,
             };
-            tables
+            if let Some(claimed) = tables
                 .insert(on, pattern, owner, service)
-                .map_err(|(listener, source)| InvalidHostRouter::Duplicate { listener, source })?;
+                .into_iter()
+                .next()
+            {
+                return Err(InvalidHostRouter::Duplicate {
+                    listener: claimed.listener,
+                    source: claimed.duplicate,
+                });
+            }
         }
         Ok(HostRouter {
             listeners: tables.build().into(),

@@ -18,7 +18,7 @@ use scalws_router::HostTable;
 
 pub use builder::{GatewayBuilder, InvalidGateway};
 pub use explain::{Explanation, Outcome};
-pub use hosts::{HostRouter, HostRouterBuilder, InvalidHostRouter};
+pub use hosts::{ClaimedTwice, HostRouter, HostRouterBuilder, InvalidHostRouter};
 pub use shared::SharedGateway;
 
 use crate::application::Application;

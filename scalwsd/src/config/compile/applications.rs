@@ -8,37 +8,31 @@ impl Compiler<'_> {
         path: &str,
         app: &ApplicationFile,
         listener_names: &[&str],
-        claimed: &mut HashMap<(String, String), String>,
     ) -> Option<ApplicationBuilder> {
         let name = app.name.value.as_str();
         let mut builder = Application::builder(name);
         let mut ok = true;
 
-        let mut bound: Vec<&str> = Vec::new();
-        match &app.listeners {
-            None => bound.extend_from_slice(listener_names),
-            Some(list) => {
-                if list.is_empty() {
+        if let Some(list) = &app.listeners {
+            if list.is_empty() {
+                self.errors.at(
+                    &app.name.referenced,
+                    format!("{path}.listeners"),
+                    "must name at least one listener",
+                );
+                ok = false;
+            }
+            for (j, listener) in list.iter().enumerate() {
+                if listener_names.contains(&listener.value.as_str()) {
+                    builder = builder.listener(listener.value.as_str());
+                } else {
+                    let hint = did_you_mean(&listener.value, listener_names.iter().copied());
                     self.errors.at(
-                        &app.name.referenced,
-                        format!("{path}.listeners"),
-                        "must name at least one listener",
+                        &listener.referenced,
+                        format!("{path}.listeners[{j}]"),
+                        format!("unknown listener \"{}\"{hint}", listener.value),
                     );
                     ok = false;
-                }
-                for (j, listener) in list.iter().enumerate() {
-                    if listener_names.contains(&listener.value.as_str()) {
-                        bound.push(listener.value.as_str());
-                        builder = builder.listener(listener.value.as_str());
-                    } else {
-                        let hint = did_you_mean(&listener.value, listener_names.iter().copied());
-                        self.errors.at(
-                            &listener.referenced,
-                            format!("{path}.listeners[{j}]"),
-                            format!("unknown listener \"{}\"{hint}", listener.value),
-                        );
-                        ok = false;
-                    }
                 }
             }
         }
@@ -53,27 +47,13 @@ impl Compiler<'_> {
         }
         for (j, domain) in app.domains.iter().enumerate() {
             let at = format!("{path}.domains[{j}]");
-            let pattern = match HostPattern::parse(&domain.value) {
-                Ok(pattern) => pattern,
-                Err(error) => {
-                    self.errors.at(&domain.referenced, at, error.to_string());
-                    ok = false;
-                    continue;
-                }
-            };
-            for listener in &bound {
-                let key = ((*listener).to_owned(), pattern.to_string());
-                if let Some(first) = claimed.get(&key) {
-                    self.errors.at(
-                        &domain.referenced,
-                        at.clone(),
-                        format!("domain \"{pattern}\" on listener \"{listener}\" is claimed by both \"{first}\" and \"{name}\""),
-                    );
-                    ok = false;
-                } else {
-                    claimed.insert(key, name.to_owned());
-                }
+            if let Err(error) = HostPattern::parse(&domain.value) {
+                self.errors.at(&domain.referenced, at, error.to_string());
+                ok = false;
+                continue;
             }
+            // A domain claimed twice on a listener is refused by the host
+            // table when the gateway is built; `compile` locates it.
             builder = match builder.domain(&domain.value) {
                 Ok(builder) => builder,
                 Err(_) => return None,

@@ -16,8 +16,8 @@ use scalws_cache::{Cache, CacheOptions};
 use scalws_core::tls::{CertificateFiles, TlsCertificates};
 use scalws_core::{Limits, ListenerProtocol, ListenerSpec, Scheme};
 use scalws_proxy::{
-    Action, Application, ApplicationBuilder, Backend, Backends, Gateway, HeaderModifier,
-    PathModifier, Proxy, Redirect, Respond, Rewrite, Route,
+    Action, Application, ApplicationBuilder, Backend, Backends, ClaimedTwice, Gateway,
+    HeaderModifier, InvalidGateway, PathModifier, Proxy, Redirect, Respond, Rewrite, Route,
 };
 #[cfg(feature = "static-files")]
 use scalws_proxy::{StaticFiles, StaticOptions};
@@ -136,7 +136,6 @@ pub(crate) fn compile(
         gateway = gateway.https_port(port);
     }
     let mut apps_seen: HashMap<&str, ()> = HashMap::new();
-    let mut claimed: HashMap<(String, String), String> = HashMap::new();
     for (i, app) in file.applications.iter().enumerate() {
         let path = format!("applications[{i}]");
         let name = &app.value.name;
@@ -147,7 +146,7 @@ pub(crate) fn compile(
                 format!("application name \"{}\" is used twice", name.value),
             );
         }
-        if let Some(builder) = compiler.application(&path, &app.value, &names, &mut claimed) {
+        if let Some(builder) = compiler.application(&path, &app.value, &names) {
             gateway = gateway.application(builder);
         }
     }
@@ -158,16 +157,25 @@ pub(crate) fn compile(
         caches: std::mem::take(&mut compiler.caches),
         metrics: previous.metrics.clone(),
     };
-    if !errors.is_empty() {
-        return Err(errors.finish());
-    }
+    // Built even when other errors were found, so that every domain
+    // claimed twice among the applications that compiled is reported too.
     let gateway = match gateway.build() {
-        Ok(gateway) => gateway,
-        Err(error) => {
-            // The checks above catch these with positions; this is a backstop.
-            errors.at(&Location::UNKNOWN, "applications", error.to_string());
-            return Err(errors.finish());
+        Ok(gateway) => Some(gateway),
+        Err(InvalidGateway::DuplicateDomains(claims)) => {
+            for claim in &claims {
+                locate_claim(&mut errors, &file.applications, claim);
+            }
+            None
         }
+        // The checks above catch the others with positions; a backstop.
+        Err(error) if errors.is_empty() => {
+            errors.at(&Location::UNKNOWN, "applications", error.to_string());
+            None
+        }
+        Err(_) => None,
+    };
+    let Some(gateway) = gateway.filter(|_| errors.is_empty()) else {
+        return Err(errors.finish());
     };
     errors.into_result(Config {
         workers,
@@ -181,6 +189,44 @@ pub(crate) fn compile(
         hash: String::new(),
         carried,
     })
+}
+
+/// Reports a domain the host table refused at the later claim: the last
+/// domain of the second application that is the same pattern.
+fn locate_claim(
+    errors: &mut Errors,
+    applications: &[Spanned<ApplicationFile>],
+    claim: &ClaimedTwice,
+) {
+    let duplicate = &claim.duplicate;
+    let found = applications
+        .iter()
+        .enumerate()
+        .filter(|(_, app)| app.value.name.value == duplicate.second)
+        .flat_map(|(i, app)| {
+            app.value
+                .domains
+                .iter()
+                .enumerate()
+                .filter_map(move |(j, domain)| {
+                    HostPattern::parse(&domain.value)
+                        .is_ok_and(|p| p.to_string() == duplicate.domain)
+                        .then_some((i, j, domain.referenced))
+                })
+        })
+        .last();
+    let (at, path) = match found {
+        Some((i, j, at)) => (at, format!("applications[{i}].domains[{j}]")),
+        None => (Location::UNKNOWN, "applications".to_owned()),
+    };
+    errors.at(
+        &at,
+        path,
+        format!(
+            "domain \"{}\" on listener \"{}\" is claimed by both \"{}\" and \"{}\"",
+            duplicate.domain, claim.listener, duplicate.first, duplicate.second
+        ),
+    );
 }
 
 /// Upper bounds that keep a typo from exhausting memory at start or per request.
