@@ -87,6 +87,12 @@ impl ApplicationBuilder {
     /// `https_redirect`), before route selection, and every answer, 404 and
     /// 405 included. Layers added later wrap earlier ones.
     ///
+    /// A response the layer makes itself (a 401, say) reaches no route, so
+    /// no route's counters see it, nor the gateway's unrouted ones; to count
+    /// it, put a [`MetricsLayer`](crate::metrics::MetricsLayer) outside the
+    /// layer. [`Gateway::explain`](crate::Gateway::explain) reports such an
+    /// application as answered by its layers.
+    ///
     /// The application is then called through one boxed service;
     /// applications without a layer are not.
     pub fn layer<L>(mut self, layer: L) -> Self
