@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use http::request::Parts;
 use http::uri::Authority;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Response, StatusCode, Version, header};
 use scalws_core::error::error_response;
 use scalws_core::{Body, ConnInfo, Scheme};
 use scalws_router::{normalize_host, normalize_path};
@@ -194,10 +194,29 @@ pub(crate) fn redirect_response(status: StatusCode, location: HeaderValue) -> Re
     response
 }
 
-/// `:authority` (HTTP/2, and absolute-form HTTP/1.1), else `Host` (RFC 9110 7.2).
+/// The host a request is for: the target's authority (`:authority` of
+/// HTTP/2 and HTTP/3, an absolute-form HTTP/1.1 target, whose `Host` is then
+/// ignored: RFC 9112 3.2.2), else `Host`. `None`, answered 400, for a request
+/// with two `Host` fields (RFC 9112 3.2), or an HTTP/2 or HTTP/3 request
+/// whose `host` names another authority than `:authority` (RFC 9113 8.3.1,
+/// RFC 9114 4.3.1): routing by one and forwarding the other would let a
+/// client poison what is cached for the first.
 pub(crate) fn request_host(parts: &Parts) -> Option<&str> {
-    if let Some(authority) = parts.uri.authority() {
-        return Some(authority.as_str());
+    let mut hosts = parts.headers.get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return None;
     }
-    parts.headers.get(header::HOST)?.to_str().ok()
+    match parts.uri.authority() {
+        Some(authority) => {
+            let authority = authority.as_str();
+            if parts.version >= Version::HTTP_2
+                && host.is_some_and(|h| !h.as_bytes().eq_ignore_ascii_case(authority.as_bytes()))
+            {
+                return None;
+            }
+            Some(authority)
+        }
+        None => host?.to_str().ok(),
+    }
 }

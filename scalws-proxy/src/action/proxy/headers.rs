@@ -9,9 +9,12 @@ static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-prot
 static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+static HTTP2_SETTINGS: HeaderName = HeaderName::from_static("http2-settings");
 
-/// Headers that describe one connection, never the message.
-fn fixed_hop_by_hop() -> [&'static HeaderName; 7] {
+/// Headers that describe one connection, never the message. `HTTP2-Settings`
+/// belongs to the `Upgrade: h2c` handshake (RFC 7540 3.2.1), which is never
+/// passed on, whether or not `Connection` names it.
+fn fixed_hop_by_hop() -> [&'static HeaderName; 8] {
     [
         &header::CONNECTION,
         &KEEP_ALIVE,
@@ -20,6 +23,7 @@ fn fixed_hop_by_hop() -> [&'static HeaderName; 7] {
         &header::TRAILER,
         &header::TRANSFER_ENCODING,
         &header::UPGRADE,
+        &HTTP2_SETTINGS,
     ]
 }
 
@@ -36,6 +40,11 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool)
     }
     if headers.contains_key(header::CONNECTION) {
         remove_connection_listed(headers);
+    }
+    // Framed by its chunks: a Content-Length beside Transfer-Encoding is
+    // wrong and goes (RFC 9112 6.3); the next hop frames the body itself.
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        headers.remove(header::CONTENT_LENGTH);
     }
     let te_trailers = keep_te_trailers
         && headers
@@ -64,16 +73,25 @@ fn remove_connection_listed(headers: &mut HeaderMap) {
     }
 }
 
-/// The protocol a client asks to upgrade to (`Connection: upgrade` + `Upgrade`), if any.
+/// The upgrade a client asks for (`Connection: upgrade` + `Upgrade`), when it
+/// is one that is tunnelled: WebSocket only. Any other (`h2c`, whose HTTP/2
+/// preface would reach the upstream past every route, or a protocol of the
+/// client's choosing) is not: its headers are removed as hop-by-hop and the
+/// request goes on as an ordinary one.
 pub(crate) fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
-    let upgrade = headers.get(header::UPGRADE)?;
+    let mut upgrades = headers.get_all(header::UPGRADE).iter();
+    let upgrade = upgrades.next()?;
+    let websocket = upgrades.next().is_none()
+        && upgrade
+            .to_str()
+            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("websocket"));
     let connection_upgrade = headers
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
-    connection_upgrade.then(|| upgrade.clone())
+    (websocket && connection_upgrade).then(|| upgrade.clone())
 }
 
 /// Appends the client (its IP as a header value) to `X-Forwarded-For` and
@@ -134,6 +152,44 @@ mod tests {
             );
         }
         headers
+    }
+
+    #[test]
+    fn only_websocket_is_an_upgrade() {
+        let upgrade = |pairs: &[(&str, &str)]| requested_upgrade(&map(pairs));
+        let asked = upgrade(&[
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "WebSocket"),
+        ]);
+        assert_eq!(asked.unwrap(), "WebSocket");
+        assert!(upgrade(&[("connection", "upgrade"), ("upgrade", "h2c")]).is_none());
+        assert!(upgrade(&[("connection", "upgrade"), ("upgrade", "websocket, h2c")]).is_none());
+        let twice = [
+            ("connection", "upgrade"),
+            ("upgrade", "websocket"),
+            ("upgrade", "h2c"),
+        ];
+        assert!(upgrade(&twice).is_none());
+        assert!(
+            upgrade(&[("upgrade", "websocket")]).is_none(),
+            "without Connection: upgrade"
+        );
+    }
+
+    #[test]
+    fn h2c_settings_and_a_length_beside_chunks_go() {
+        let mut headers = map(&[
+            ("http2-settings", "AAMAAABkAAQAAP__"),
+            ("content-length", "47"),
+            ("transfer-encoding", "chunked"),
+            ("x-kept", "1"),
+        ]);
+        remove_hop_by_hop(&mut headers, false);
+        assert_eq!(headers.len(), 1, "{headers:?}");
+        assert!(headers.contains_key("x-kept"));
+        let mut plain = map(&[("content-length", "5")]);
+        remove_hop_by_hop(&mut plain, false);
+        assert_eq!(plain.get("content-length").unwrap(), "5");
     }
 
     #[test]

@@ -239,13 +239,12 @@ async fn forward(
         None => None,
     };
 
-    // HTTP/2 clients name the host in :authority; an HTTP/1.1 upstream needs Host.
-    let host = match parts.headers.get(header::HOST) {
-        Some(host) => Some(host.clone()),
-        None => parts
-            .uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
+    // The host routed on: the target's authority when it has one (HTTP/2's
+    // :authority, an absolute-form HTTP/1.1 target, whose Host is ignored:
+    // RFC 9112 3.2.2), else Host. An HTTP/1.1 upstream needs it in Host.
+    let host = match parts.uri.authority() {
+        Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
+        None => parts.headers.get(header::HOST).cloned(),
     };
     headers::remove_hop_by_hop(&mut parts.headers, true);
     let forwarded_host = match parts.extensions.get::<OriginalHost>() {
