@@ -55,6 +55,11 @@ impl Counters {
         counter.fetch_add(1, Relaxed);
     }
 
+    /// Bytes held now, as the size bound counts them.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes.load(Relaxed).max(0).unsigned_abs()
+    }
+
     /// Notes `entries` responses of `bytes` coming in (negative: going out).
     pub(crate) fn resident(&self, entries: i64, bytes: i64) {
         self.entries.fetch_add(entries, Relaxed);

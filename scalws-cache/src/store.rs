@@ -77,6 +77,7 @@ impl Expiry<String, Arc<Resource>> for UsefulLife {
 pub(crate) struct Store {
     cache: Moka<String, Arc<Resource>>,
     counters: Arc<Counters>,
+    max_size: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -98,7 +99,11 @@ impl Store {
                 out.resident(-r.entries(), -i64::from(r.weight));
             })
             .build();
-        Self { cache, counters }
+        Self {
+            cache,
+            counters,
+            max_size,
+        }
     }
 
     /// The stored response for `key` that a request with `request` headers selects.
@@ -132,6 +137,12 @@ impl Store {
             counters.resident(resource.entries(), i64::from(resource.weight));
             Op::Put(Arc::new(resource))
         });
+        // moka evicts for size in its maintenance, which lags a burst of
+        // inserts: run it now when the bound is passed, so the store never
+        // stays over `max_size` (only between this insert and its eviction).
+        if self.counters.bytes() > self.max_size {
+            self.cache.run_pending_tasks();
+        }
     }
 
     /// Removes every variant stored for `key`; returns how many there were.

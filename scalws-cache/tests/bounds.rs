@@ -38,6 +38,32 @@ async fn filling_past_max_size_evicts() {
     assert!(stats.bytes_stored >= stats.entries * 8 * 1024, "{stats:?}");
 }
 
+/// Read without forcing maintenance: after every store of a stream of
+/// distinct objects the cache holds at most `max_size`.
+#[tokio::test]
+async fn a_stream_of_distinct_objects_never_leaves_it_over_max_size() {
+    let options = CacheOptions {
+        max_size: 64 * 1024,
+        max_object: 16 * 1024,
+        ..CacheOptions::default()
+    };
+    let h = Harness::start(options, |_req| async {
+        reply(
+            200,
+            &[("cache-control", "max-age=60")],
+            vec![b'x'; 3 * 1024],
+        )
+    })
+    .await;
+    let mut most = 0;
+    for i in 0..300 {
+        assert_eq!(h.get(&format!("/stream/{i}")).await.body.len(), 3 * 1024);
+        most = most.max(h.cache.stats().bytes_stored);
+    }
+    assert!(most <= 64 * 1024, "held {most} bytes at most, over 65536");
+    assert!(most > 32 * 1024, "held {most}: the bound is also used");
+}
+
 #[tokio::test]
 async fn an_object_over_max_object_passes_through_whole_and_is_not_stored() {
     let options = CacheOptions {
