@@ -538,6 +538,7 @@ async fn a_static_route_serves_from_its_prefix() {
         index: None,
         listing: false,
         strip_prefix: "/ignored".into(),
+        ..StaticOptions::default()
     })
     .unwrap();
     let app = Application::builder("site")

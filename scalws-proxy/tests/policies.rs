@@ -373,6 +373,7 @@ async fn rewrite_before_static_serves_the_rewritten_path() {
         index: None,
         listing: false,
         strip_prefix: String::new(),
+        ..StaticOptions::default()
     })
     .unwrap();
     let to = |replacement: &str| {

@@ -61,6 +61,7 @@ impl Site {
             index: index.map(Into::into),
             listing,
             strip_prefix: prefix.into(),
+            ..StaticOptions::default()
         })
         .unwrap()
     }
@@ -611,6 +612,7 @@ fn invalid_root_is_refused() {
             index: None,
             listing: false,
             strip_prefix: "/".into(),
+            ..StaticOptions::default()
         })
         .unwrap_err();
         assert_eq!(error.path, root);

@@ -411,3 +411,19 @@ fn route_cache_applies_only_to_proxy_routes() {
         "bad.yaml:8:40: applications[0].routes[0].cache: cache applies only to proxy routes"
     );
 }
+
+#[test]
+fn allow_dotfiles_takes_dot_names_only() {
+    let yaml = with_app(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - path: /\n        static: { root: ./public, allow_dotfiles: [.ok, env, \"..\", .a/b] }\n",
+    );
+    let text = errors(&yaml);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    for (line, (i, name)) in lines.iter().zip([(1, "env"), (2, ".."), (3, ".a/b")]) {
+        assert!(
+            line.contains(&format!("applications[0].routes[0].static.allow_dotfiles[{i}]: \"{name}\" is not a dotfile name")),
+            "{text}"
+        );
+    }
+}

@@ -150,3 +150,57 @@ async fn conditional_range_and_head_over_both_protocols() {
         assert_eq!(head.header("etag"), Some(etag.as_str()));
     }
 }
+
+/// `.well-known` is served by default (ACME challenges, security.txt), other
+/// dotfiles never; `allow_dotfiles` changes which, `[]` hiding it too.
+#[tokio::test]
+async fn well_known_is_served_and_other_dotfiles_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("public");
+    std::fs::create_dir_all(root.join(".well-known/acme-challenge")).unwrap();
+    std::fs::write(root.join(".well-known/acme-challenge/tok"), "proof\n").unwrap();
+    std::fs::write(root.join(".env"), format!("{SECRET}\n")).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), format!("{SECRET}\n")).unwrap();
+    let yaml = r#"
+listeners: [{ name: http, address: "127.0.0.1:0" }]
+applications:
+  - name: files
+    domains: ["*"]
+    routes:
+      - { path: /hidden, static: { root: ./public, allow_dotfiles: [] } }
+      - { path: /git, static: { root: ./public, allow_dotfiles: [.git] } }
+      - { path: /, static: { root: ./public } }
+"#;
+    let running = support::start(yaml, dir.path());
+    let get = |target: &'static str| {
+        let addr = running.addr("http");
+        async move {
+            let head = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            raw_exchange(addr, head.as_bytes(), Duration::from_secs(5)).await
+        }
+    };
+    let proof = get("/.well-known/acme-challenge/tok").await;
+    assert!(
+        proof.starts_with("HTTP/1.1 200") && proof.ends_with("proof\n"),
+        "{proof}"
+    );
+    let encoded = get("/%2Ewell-known/acme-challenge/tok").await;
+    assert!(encoded.starts_with("HTTP/1.1 200"), "{encoded}");
+    for refused in [
+        "/.env",
+        "/.git/config",
+        "/%2eenv",
+        "/hidden/.well-known/acme-challenge/tok",
+        "/git/.env",
+    ] {
+        let reply = get(refused).await;
+        assert!(reply.starts_with("HTTP/1.1 404"), "{refused}: {reply}");
+        assert!(!reply.contains(SECRET), "{refused}: {reply}");
+    }
+    let git = get("/git/.git/config").await;
+    assert!(
+        git.starts_with("HTTP/1.1 200") && git.contains(SECRET),
+        "{git}"
+    );
+}

@@ -270,6 +270,10 @@ async fn drive<C>(
                 tracing::debug!("request head not received in time; closing");
                 return;
             }
+            Verdict::SendTimedOut => {
+                tracing::debug!("client took no byte within send_timeout; closing");
+                return;
+            }
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
@@ -293,6 +297,7 @@ async fn drive<C>(
                 }
             }
             _ = tokio::time::sleep_until(next_check.into()) => {}
+            () = activity.write_blocked() => {}
         }
     }
 }

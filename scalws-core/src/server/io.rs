@@ -16,6 +16,8 @@ use super::listener::ConnectionPermit;
 pub(crate) trait Watcher {
     fn on_read(&self);
     fn on_write(&self);
+    /// A write was refused for now (the peer is not reading).
+    fn on_write_blocked(&self) {}
 }
 
 pin_project_lite::pin_project! {
@@ -51,6 +53,10 @@ impl Watcher for ConnectionWatcher {
 
     fn on_write(&self) {
         self.activity.on_write();
+    }
+
+    fn on_write_blocked(&self) {
+        Activity::on_write_blocked(&self.activity);
     }
 }
 
@@ -89,8 +95,10 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
         let result = this.inner.poll_write(cx, buf);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.watcher.on_write();
+        match result {
+            Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
+            Poll::Pending => this.watcher.on_write_blocked(),
+            _ => {}
         }
         result
     }
@@ -102,8 +110,10 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
         let result = this.inner.poll_write_vectored(cx, bufs);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.watcher.on_write();
+        match result {
+            Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
+            Poll::Pending => this.watcher.on_write_blocked(),
+            _ => {}
         }
         result
     }

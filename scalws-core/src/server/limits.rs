@@ -27,6 +27,10 @@ pub struct Limits {
     /// How long a tunnel (an upgraded connection: WebSocket) may stay open
     /// with no byte moving either way.
     pub tunnel_idle_timeout: Duration,
+    /// How long the socket of an HTTP/1.1 or HTTP/2 connection may refuse
+    /// every write (the client stopped reading) while a response is being
+    /// sent; then the connection is closed.
+    pub send_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -41,6 +45,7 @@ impl Default for Limits {
             max_request_body: 16 * 1024 * 1024,
             drain_timeout: Duration::from_secs(30),
             tunnel_idle_timeout: Duration::from_secs(300),
+            send_timeout: Duration::from_secs(30),
         }
     }
 }

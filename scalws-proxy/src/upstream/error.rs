@@ -25,14 +25,29 @@ pub enum UpstreamError {
         /// The pool's name.
         name: String,
     },
+    /// The request failed on the client's side while it was sent: its body
+    /// had bad framing or was cut short (400), ran past `max_request_body`
+    /// (413), or had not all arrived by `request_timeout` (408). Not counted
+    /// against the upstream's health.
+    #[error("upstream {name:?}: the request failed on the client's side ({status})")]
+    Client {
+        /// The pool's name.
+        name: String,
+        /// 400, 408 or 413.
+        status: StatusCode,
+        /// What failed.
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl UpstreamError {
-    /// The status a proxy answers with: 502 or 504.
+    /// The status a proxy answers with: 502, 504, or the client's 400, 408 or 413.
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Unavailable { .. } => StatusCode::BAD_GATEWAY,
             Self::TimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::Client { status, .. } => *status,
         }
     }
 }

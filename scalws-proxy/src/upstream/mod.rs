@@ -75,6 +75,7 @@ mod options;
 mod pool;
 mod rendezvous;
 mod retry;
+mod sent;
 #[cfg(feature = "tls")]
 mod tls;
 /// Without the `tls` feature an `https` pool cannot be built.

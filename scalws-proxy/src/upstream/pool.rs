@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::uri::{Authority, PathAndQuery, Scheme};
-use http::{Request, Response, Uri, Version, header};
+use http::{Request, Response, StatusCode, Uri, Version, header};
 use hyper::body::Incoming;
 use scalws_core::Body;
 use tokio::task::AbortHandle;
@@ -20,6 +20,7 @@ use super::error::{InvalidUpstream, UpstreamError};
 use super::health::Checker;
 use super::options::{Protocol, UpstreamOptions};
 use super::retry::{Failure, Replay};
+use super::sent;
 use super::tls::TlsSetup;
 
 /// A named set of upstream addresses, each with its pooled connections:
@@ -220,6 +221,13 @@ impl UpstreamPool {
                     });
                 }
                 Failure::Final(source) => return Err(inner.unavailable(source)),
+                Failure::Client(status, source) => {
+                    return Err(UpstreamError::Client {
+                        name: inner.name.to_string(),
+                        status,
+                        source,
+                    });
+                }
                 Failure::BeforeResponse(source) => source,
             };
             let Some(replay) = replay
@@ -355,6 +363,7 @@ impl Inner {
         let uri = std::mem::take(request.uri_mut());
         *request.uri_mut() = self.target(authority, uri).map_err(Failure::Final)?;
         *request.version_mut() = self.version;
+        let body = sent::watch(&mut request);
         let _in_flight = endpoint.begin();
         match tokio::time::timeout_at(deadline, endpoint.client().request(request)).await {
             Ok(Ok(response)) => {
@@ -362,9 +371,16 @@ impl Inner {
                 Ok(response)
             }
             Ok(Err(error)) => {
+                if let Some(status) = body.as_ref().and_then(|b| b.client_fault(&error)) {
+                    return Err(Failure::Client(status, error.into()));
+                }
                 endpoint.record_failure(self.passive);
                 Err(Failure::from_client(error))
             }
+            Err(_elapsed) if body.as_ref().is_some_and(|b| !b.is_sent()) => Err(Failure::Client(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body was not all received within request_timeout".into(),
+            )),
             Err(_elapsed) => {
                 endpoint.record_failure(self.passive);
                 Err(Failure::TimedOut)

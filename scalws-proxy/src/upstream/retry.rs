@@ -9,7 +9,7 @@
 
 use std::error::Error as StdError;
 
-use http::{HeaderMap, Method, Request, Uri, Version, header};
+use http::{HeaderMap, Method, Request, StatusCode, Uri, Version, header};
 use scalws_core::{Body, BoxError, ConnInfo};
 
 /// What is needed to send a request again: it had an empty body.
@@ -73,6 +73,10 @@ pub(crate) enum Failure {
     Final(BoxError),
     /// `request_timeout` passed.
     TimedOut,
+    /// The client's side failed (its body was malformed, too large, or not
+    /// all sent by `request_timeout`): answered with this status, and not
+    /// the upstream's failure.
+    Client(StatusCode, BoxError),
 }
 
 impl Failure {

@@ -37,6 +37,7 @@ pub(super) struct LimitsFile {
     pub(super) max_request_body: Option<Spanned<SizeValue>>,
     pub(super) drain_timeout: Option<Spanned<DurationValue>>,
     pub(super) tunnel_idle_timeout: Option<Spanned<DurationValue>>,
+    pub(super) send_timeout: Option<Spanned<DurationValue>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +173,8 @@ pub(super) struct StaticFile {
     pub(super) index: Option<String>,
     #[serde(default)]
     pub(super) listing: bool,
+    /// Dot-names that may be served; absent: `.well-known` only.
+    pub(super) allow_dotfiles: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -7,8 +7,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod client_faults;
 mod framing;
 mod hosts;
+mod slow_clients;
 mod upgrades;
 
 use std::net::SocketAddr;

@@ -329,7 +329,12 @@ fn failed(error: &(dyn std::error::Error + 'static), status: StatusCode) -> Resp
         StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
         _ => status,
     };
-    tracing::warn!(error = %DisplayChain(error), %status, "proxying failed");
+    if status.is_client_error() {
+        // The client's own fault (its body): not worth a warning per request.
+        tracing::debug!(error = %DisplayChain(error), %status, "request failed on the client's side");
+    } else {
+        tracing::warn!(error = %DisplayChain(error), %status, "proxying failed");
+    }
     error_response(status)
 }
 

@@ -4,7 +4,8 @@
 //!
 //! 1. **Method**: GET or HEAD, else 405 with `Allow: GET, HEAD`.
 //! 2. **Path** ([`request_path`]): the route's prefix is stripped segment-wise and each
-//!    segment percent-decoded once. NUL is 400; an encoded `/`, `.`, `..`, a dotfile or
+//!    segment percent-decoded once. NUL is 400; an encoded `/`, `.`, `..`, a dotfile
+//!    (other than those [`StaticOptions::allow_dotfiles`] names, `.well-known` by default) or
 //!    invalid UTF-8 is 404.
 //! 3. **Memory** ([`cache`]): a small file (up to 64 KiB; 64 MiB per route in all) is
 //!    answered from memory with precomputed headers, no system call.
@@ -34,6 +35,7 @@
 //!     index: Some("index.html".into()),
 //!     listing: false,
 //!     strip_prefix: "/static".into(),
+//!     ..StaticOptions::default()
 //! })?;
 //! let response = files
 //!     .serve(&http::Method::GET, "/static/app.css", &http::HeaderMap::new())
@@ -90,6 +92,23 @@ pub struct StaticOptions {
     /// prefix, and nothing is stripped on `exact` and `pattern` routes or
     /// when the route rewrites the path.
     pub strip_prefix: String,
+    /// Names starting with `.` that may be served (as any segment of the
+    /// path). Every other dotfile and dot-directory is 404, as are `.` and
+    /// `..`. Default: `.well-known` (RFC 8615: ACME challenges, security.txt).
+    pub allow_dotfiles: Vec<String>,
+}
+
+impl Default for StaticOptions {
+    /// No root yet; `index.html`, no listing, nothing stripped, `.well-known` served.
+    fn default() -> Self {
+        Self {
+            root: PathBuf::new(),
+            index: Some("index.html".into()),
+            listing: false,
+            strip_prefix: String::new(),
+            allow_dotfiles: vec![".well-known".into()],
+        }
+    }
 }
 
 /// The `static` action: serves the files under a root. Clones share one cache.
@@ -104,6 +123,8 @@ struct Shared {
     index: Option<Box<str>>,
     listing: bool,
     prefix: Prefix,
+    /// Dot-names that may be served.
+    dotfiles: Box<[Box<str>]>,
     cache: FileCache,
 }
 
@@ -127,6 +148,11 @@ impl StaticFiles {
                 index: options.index.map(String::into_boxed_str),
                 listing: options.listing,
                 prefix: Prefix::new(&options.strip_prefix),
+                dotfiles: options
+                    .allow_dotfiles
+                    .into_iter()
+                    .map(String::into_boxed_str)
+                    .collect(),
                 cache: FileCache::new(),
             }),
         })
@@ -145,7 +171,7 @@ impl StaticFiles {
         let Some(rest) = shared.prefix.strip(path) else {
             return error_response(StatusCode::NOT_FOUND);
         };
-        let rel = match request_path::relative(rest) {
+        let rel = match request_path::relative(rest, &shared.dotfiles) {
             Ok(rel) => rel,
             Err(status) => return error_response(status),
         };
@@ -172,6 +198,7 @@ impl StaticFiles {
                 index: shared.index.clone(),
                 listing: shared.listing,
                 prefix: Prefix::new(prefix),
+                dotfiles: shared.dotfiles.clone(),
                 cache: FileCache::new(),
             }),
         }
@@ -243,6 +270,7 @@ impl fmt::Debug for StaticFiles {
             .field("index", &self.shared.index)
             .field("listing", &self.shared.listing)
             .field("prefix", &self.shared.prefix)
+            .field("allow_dotfiles", &self.shared.dotfiles)
             .field("cache", &self.shared.cache)
             .finish()
     }

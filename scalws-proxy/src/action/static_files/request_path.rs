@@ -37,24 +37,35 @@ impl Prefix {
 /// The path relative to the root (`a/b.css`, `""` for the root itself), decoded.
 ///
 /// Empty segments are dropped. A decoded segment holding NUL is 400; one holding `/`,
-/// starting with `.` (`.`, `..`, dotfiles), or not UTF-8 is 404.
+/// `.` or `..`, a dotfile not named in `allowed` (`.well-known`, say), or not UTF-8
+/// is 404.
 #[inline]
-pub(super) fn relative(rest: &str) -> Result<Cow<'_, str>, StatusCode> {
+pub(super) fn relative<'a>(
+    rest: &'a str,
+    allowed: &[Box<str>],
+) -> Result<Cow<'a, str>, StatusCode> {
     let trimmed = rest.trim_start_matches('/');
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
     // Common case: nothing to decode or drop, so the key borrows from the request.
     if !trimmed.bytes().any(|b| b == b'%' || b == 0) && !trimmed.contains("//") {
-        if trimmed.split('/').any(|seg| seg.starts_with('.')) {
+        if trimmed.split('/').any(|seg| hidden(seg, allowed)) {
             return Err(StatusCode::NOT_FOUND);
         }
         return Ok(Cow::Borrowed(trimmed));
     }
-    decode(trimmed).map(Cow::Owned)
+    decode(trimmed, allowed).map(Cow::Owned)
+}
+
+/// A segment never served: `.`, `..`, and dotfiles other than the allowed ones.
+#[inline]
+fn hidden(segment: &str, allowed: &[Box<str>]) -> bool {
+    segment.starts_with('.')
+        && (segment == "." || segment == ".." || !allowed.iter().any(|name| **name == *segment))
 }
 
 #[cold]
 #[inline(never)]
-fn decode(path: &str) -> Result<String, StatusCode> {
+fn decode(path: &str, allowed: &[Box<str>]) -> Result<String, StatusCode> {
     let mut out = String::with_capacity(path.len());
     for raw in path.split('/').filter(|seg| !seg.is_empty()) {
         let bytes: Cow<'_, [u8]> = percent_decode_str(raw).into();
@@ -65,7 +76,7 @@ fn decode(path: &str) -> Result<String, StatusCode> {
             return Err(StatusCode::NOT_FOUND);
         }
         let seg = std::str::from_utf8(&bytes).map_err(|_| StatusCode::NOT_FOUND)?;
-        if seg.starts_with('.') {
+        if hidden(seg, allowed) {
             return Err(StatusCode::NOT_FOUND);
         }
         if !out.is_empty() {
@@ -81,7 +92,7 @@ mod tests {
     use super::*;
 
     fn rel(path: &str) -> Result<String, StatusCode> {
-        relative(path).map(Cow::into_owned)
+        relative(path, &[]).map(Cow::into_owned)
     }
 
     #[test]
@@ -96,11 +107,45 @@ mod tests {
     }
 
     #[test]
+    fn only_the_allowed_dotfiles_are_served() {
+        let allowed: &[Box<str>] = &[".well-known".into()];
+        assert_eq!(
+            rel_with("/.well-known/acme-challenge/t", allowed).as_deref(),
+            Ok(".well-known/acme-challenge/t")
+        );
+        assert_eq!(
+            rel_with("/%2ewell-known/security.txt", allowed).as_deref(),
+            Ok(".well-known/security.txt")
+        );
+        for refused in [
+            "/.env",
+            "/.git/config",
+            "/a/.well-knownx/b",
+            "/.well-known/../.env",
+            "/%2e%2e/x",
+        ] {
+            assert_eq!(
+                rel_with(refused, allowed),
+                Err(StatusCode::NOT_FOUND),
+                "{refused}"
+            );
+        }
+        assert_eq!(rel_with("/.well-known/x", &[]), Err(StatusCode::NOT_FOUND));
+    }
+
+    fn rel_with(path: &str, allowed: &[Box<str>]) -> Result<String, StatusCode> {
+        relative(path, allowed).map(Cow::into_owned)
+    }
+
+    #[test]
     fn plain_paths_borrow() {
-        assert!(matches!(relative("/a/b.css"), Ok(Cow::Borrowed("a/b.css"))));
-        assert!(matches!(relative("/dir/"), Ok(Cow::Borrowed("dir"))));
-        assert!(matches!(relative(""), Ok(Cow::Borrowed(""))));
-        assert!(matches!(relative("/"), Ok(Cow::Borrowed(""))));
+        assert!(matches!(
+            relative("/a/b.css", &[]),
+            Ok(Cow::Borrowed("a/b.css"))
+        ));
+        assert!(matches!(relative("/dir/", &[]), Ok(Cow::Borrowed("dir"))));
+        assert!(matches!(relative("", &[]), Ok(Cow::Borrowed(""))));
+        assert!(matches!(relative("/", &[]), Ok(Cow::Borrowed(""))));
     }
 
     #[test]

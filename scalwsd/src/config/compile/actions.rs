@@ -63,12 +63,33 @@ impl Compiler<'_> {
     ) -> Option<StaticFiles> {
         let f = &files.value;
         let root = self.base_dir.join(&f.root.value);
+        let defaults = StaticOptions::default();
+        let allow_dotfiles = match &f.allow_dotfiles {
+            None => defaults.allow_dotfiles,
+            Some(names) => {
+                let mut allowed = Vec::with_capacity(names.len());
+                for (i, name) in names.iter().enumerate() {
+                    let n = name.value.as_str();
+                    if !n.starts_with('.') || n == "." || n == ".." || n.contains('/') {
+                        self.errors.at(
+                            &name.referenced,
+                            format!("{path}.allow_dotfiles[{i}]"),
+                            format!("\"{n}\" is not a dotfile name: one path segment starting with \".\", not \".\" or \"..\""),
+                        );
+                    } else {
+                        allowed.push(n.to_owned());
+                    }
+                }
+                allowed
+            }
+        };
         let options = StaticOptions {
             root,
             index: Some(f.index.clone().unwrap_or_else(|| "index.html".to_owned()))
                 .filter(|i| !i.is_empty()),
             listing: f.listing,
             strip_prefix: String::new(),
+            allow_dotfiles,
         };
         match StaticFiles::new(options) {
             Ok(files) => Some(files),

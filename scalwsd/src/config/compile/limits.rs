@@ -45,6 +45,9 @@ impl Compiler<'_> {
         if let Some(v) = &file.drain_timeout {
             limits.drain_timeout = v.value.0;
         }
+        if let Some(v) = &file.send_timeout {
+            limits.send_timeout = self.positive(v, &path("send_timeout"));
+        }
         if let Some(v) = &file.tunnel_idle_timeout {
             limits.tunnel_idle_timeout = self.positive(v, &path("tunnel_idle_timeout"));
         }
