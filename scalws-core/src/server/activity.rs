@@ -1,5 +1,4 @@
-//! Per-connection timing state behind `header_read_timeout`, `keepalive_timeout`
-//! and `send_timeout`.
+//! Per-connection timing state behind `header_read_timeout` and `keepalive_timeout`.
 //!
 //! hyper's own `header_read_timeout` also runs while a keep-alive connection waits
 //! for its next request, which would cap idle keep-alive at the header timeout.
@@ -34,12 +33,6 @@ pub(crate) struct Activity {
     last_io: AtomicU64,
     /// When the bytes of a request head that has not arrived whole began; 0 = none.
     head_started: AtomicU64,
-    /// Since when the socket has refused a write (its send buffer full: the
-    /// client is not reading); 0 = writes go through.
-    write_blocked: AtomicU64,
-    /// Wakes the connection's driver when a write first blocks, so that
-    /// `send_timeout` counts from then whatever the driver was waiting for.
-    blocked: tokio::sync::Notify,
     multiplexed: AtomicBool,
 }
 
@@ -52,9 +45,6 @@ pub(crate) enum Verdict {
     Idle,
     /// A request head did not arrive in `header_read_timeout`: drop the connection.
     HeadTimedOut,
-    /// The socket took no byte for `send_timeout` while a response was being
-    /// written: the client stopped reading. Drop the connection.
-    SendTimedOut,
 }
 
 impl Activity {
@@ -65,8 +55,6 @@ impl Activity {
             last_io: AtomicU64::new(now),
             // A new connection owes us its first request head.
             head_started: AtomicU64::new(now),
-            write_blocked: AtomicU64::new(0),
-            blocked: tokio::sync::Notify::new(),
             multiplexed: AtomicBool::new(false),
         }
     }
@@ -83,22 +71,6 @@ impl Activity {
 
     pub(crate) fn on_write(&self) {
         self.last_io.store(now_ms(), Ordering::Relaxed);
-        if self.write_blocked.load(Ordering::Relaxed) != 0 {
-            self.write_blocked.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// The socket would not take a write (its send buffer is full).
-    pub(crate) fn on_write_blocked(&self) {
-        if self.write_blocked.load(Ordering::Relaxed) == 0 {
-            self.write_blocked.store(now_ms(), Ordering::Relaxed);
-            self.blocked.notify_one();
-        }
-    }
-
-    /// Resolves when a write has blocked since the last time it resolved.
-    pub(crate) async fn write_blocked(&self) {
-        self.blocked.notified().await;
     }
 
     /// A request head arrived; `multiplexed` for HTTP/2, where bytes between
@@ -137,32 +109,6 @@ impl Activity {
                 Duration::from_millis(deadline_ms.saturating_sub(now)),
             )
         };
-        // A response (head or body) the client is not taking: whether or
-        // not a request is still in flight, the socket refusing writes for
-        // send_timeout ends the connection.
-        let blocked = self.write_blocked.load(Ordering::Relaxed);
-        let verdict = self.timing(limits, now, now_instant, &at);
-        if blocked == 0 {
-            return verdict;
-        }
-        let deadline = blocked.saturating_add(millis(limits.send_timeout));
-        if now >= deadline {
-            return Verdict::SendTimedOut;
-        }
-        match verdict {
-            Verdict::Wait(when) => Verdict::Wait(when.min(at(deadline))),
-            other => other,
-        }
-    }
-
-    /// The header and keep-alive timeouts.
-    fn timing(
-        &self,
-        limits: &Limits,
-        now: u64,
-        now_instant: Instant,
-        at: &impl Fn(u64) -> Instant,
-    ) -> Verdict {
         if self.in_flight.load(Ordering::Relaxed) > 0 {
             return Verdict::Wait(later(
                 now_instant,

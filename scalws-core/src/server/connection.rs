@@ -215,10 +215,8 @@ impl Connection {
         B::Error: Into<BoxError>,
     {
         let activity = edge.activity.clone();
-        let watcher = ConnectionWatcher {
-            activity: activity.clone(),
-            _permit: self.permit,
-        };
+        let watcher =
+            ConnectionWatcher::new(activity.clone(), self.permit, self.limits.send_timeout);
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
         let io = TokioIo::new(io);
         let edge = Arc::new(edge);
@@ -270,10 +268,6 @@ async fn drive<C>(
                 tracing::debug!("request head not received in time; closing");
                 return;
             }
-            Verdict::SendTimedOut => {
-                tracing::debug!("client took no byte within send_timeout; closing");
-                return;
-            }
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
@@ -297,7 +291,6 @@ async fn drive<C>(
                 }
             }
             _ = tokio::time::sleep_until(next_check.into()) => {}
-            () = activity.write_blocked() => {}
         }
     }
 }

@@ -6,8 +6,10 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
 
 use super::activity::Activity;
 use super::listener::ConnectionPermit;
@@ -15,9 +17,12 @@ use super::listener::ConnectionPermit;
 /// Told by a [`Watched`] stream when a read or a write moved bytes.
 pub(crate) trait Watcher {
     fn on_read(&self);
-    fn on_write(&self);
-    /// A write was refused for now (the peer is not reading).
-    fn on_write_blocked(&self) {}
+    fn on_write(&mut self);
+    /// A write was refused for now (the peer is not reading); an error ends
+    /// the stream. Called within the task that writes, with its context.
+    fn on_write_blocked(&mut self, _cx: &mut Context<'_>) -> Option<io::Error> {
+        None
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -44,6 +49,27 @@ pub(crate) type TrackedIo<T> = Watched<T, ConnectionWatcher>;
 pub(crate) struct ConnectionWatcher {
     pub(crate) activity: Arc<Activity>,
     pub(crate) _permit: ConnectionPermit,
+    /// `send_timeout`: how long the socket may refuse every write.
+    pub(crate) send_timeout: Duration,
+    /// Armed when a write is refused, dropped when one goes through. Its
+    /// waker is the writing task's, which then writes again and finds it
+    /// elapsed: no timer exists while writes go through.
+    pub(crate) send_deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl ConnectionWatcher {
+    pub(crate) fn new(
+        activity: Arc<Activity>,
+        permit: ConnectionPermit,
+        send_timeout: Duration,
+    ) -> Self {
+        Self {
+            activity,
+            _permit: permit,
+            send_timeout,
+            send_deadline: None,
+        }
+    }
 }
 
 impl Watcher for ConnectionWatcher {
@@ -51,12 +77,26 @@ impl Watcher for ConnectionWatcher {
         self.activity.on_read();
     }
 
-    fn on_write(&self) {
+    fn on_write(&mut self) {
         self.activity.on_write();
+        if self.send_deadline.is_some() {
+            self.send_deadline = None;
+        }
     }
 
-    fn on_write_blocked(&self) {
-        Activity::on_write_blocked(&self.activity);
+    /// The client has taken no byte for `send_timeout`: the connection ends
+    /// (on HTTP/1.1 and HTTP/2 alike, the socket is what is refused).
+    fn on_write_blocked(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let timeout = self.send_timeout;
+        let deadline = self
+            .send_deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        deadline.as_mut().poll(cx).is_ready().then(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client took no byte within send_timeout",
+            )
+        })
     }
 }
 
@@ -66,7 +106,7 @@ impl Watcher for Arc<Activity> {
         Activity::on_read(self);
     }
 
-    fn on_write(&self) {
+    fn on_write(&mut self) {
         Activity::on_write(self);
     }
 }
@@ -97,7 +137,11 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
         let result = this.inner.poll_write(cx, buf);
         match result {
             Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
-            Poll::Pending => this.watcher.on_write_blocked(),
+            Poll::Pending => {
+                if let Some(error) = this.watcher.on_write_blocked(cx) {
+                    return Poll::Ready(Err(error));
+                }
+            }
             _ => {}
         }
         result
@@ -112,7 +156,11 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
         let result = this.inner.poll_write_vectored(cx, bufs);
         match result {
             Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
-            Poll::Pending => this.watcher.on_write_blocked(),
+            Poll::Pending => {
+                if let Some(error) = this.watcher.on_write_blocked(cx) {
+                    return Poll::Ready(Err(error));
+                }
+            }
             _ => {}
         }
         result

@@ -11,6 +11,7 @@ mod client_faults;
 mod framing;
 mod hosts;
 mod slow_clients;
+mod smuggling;
 mod upgrades;
 
 use std::net::SocketAddr;
