@@ -13,6 +13,7 @@ mod hosts;
 mod poisoning;
 mod slow_clients;
 mod smuggling;
+mod tls;
 mod upgrades;
 
 use std::net::SocketAddr;
