@@ -10,6 +10,7 @@ mod support;
 mod client_faults;
 mod framing;
 mod hosts;
+mod limits;
 mod poisoning;
 mod slow_clients;
 mod smuggling;
