@@ -78,6 +78,8 @@ pub(crate) struct Store {
     cache: Moka<String, Arc<Resource>>,
     counters: Arc<Counters>,
     max_size: u64,
+    /// An insert is running moka's maintenance.
+    maintaining: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -103,6 +105,7 @@ impl Store {
             cache,
             counters,
             max_size,
+            maintaining: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -140,8 +143,16 @@ impl Store {
         // moka evicts for size in its maintenance, which lags a burst of
         // inserts: run it now when the bound is passed, so the store never
         // stays over `max_size` (only between this insert and its eviction).
-        if self.counters.bytes() > self.max_size {
+        if self.counters.bytes() > self.max_size
+            && !self
+                .maintaining
+                .swap(true, std::sync::atomic::Ordering::Acquire)
+        {
+            // One caller runs it; concurrent inserts go on rather than queue
+            // on moka's maintenance lock.
             self.cache.run_pending_tasks();
+            self.maintaining
+                .store(false, std::sync::atomic::Ordering::Release);
         }
     }
 

@@ -116,6 +116,18 @@ impl ConnInfo {
         inner.tls = Some(certificates);
     }
 
+    /// Whether the certificate this connection was served with covers
+    /// `host` (the 421 check, RFC 9110 15.5.20); always true for a
+    /// connection without TLS, so callers need not know how core was built.
+    pub fn certificate_covers(&self, host: &str) -> bool {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.inner.tls {
+            return tls.covers(self.sni(), host);
+        }
+        let _ = host;
+        true
+    }
+
     /// The name of the listener that accepted the connection.
     pub fn listener(&self) -> &str {
         &self.inner.listener

@@ -29,7 +29,8 @@ pub struct Limits {
     pub tunnel_idle_timeout: Duration,
     /// How long the socket of an HTTP/1.1 or HTTP/2 connection may refuse
     /// every write (the client stopped reading) while a response is being
-    /// sent; then the connection is closed.
+    /// sent; then the connection is closed. Keep it well above zero: at zero
+    /// the first moment a socket buffer is full ends the connection.
     pub send_timeout: Duration,
 }
 

@@ -194,6 +194,21 @@ pub(crate) fn redirect_response(status: StatusCode, location: HeaderValue) -> Re
     response
 }
 
+/// Whether a `host` field names the host of `authority`: compared as
+/// routing compares them (case, a trailing dot and the port set aside),
+/// since routing, forwarding and the cache key all use the authority.
+#[cold]
+#[inline(never)]
+fn same_host(host: &HeaderValue, authority: &str) -> bool {
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    match (normalize_host(host), normalize_host(authority)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// The host a request is for: the target's authority (`:authority` of
 /// HTTP/2 and HTTP/3, an absolute-form HTTP/1.1 target, whose `Host` is then
 /// ignored: RFC 9112 3.2.2), else `Host`. `None`, answered 400, for a request
@@ -210,9 +225,7 @@ pub(crate) fn request_host(parts: &Parts) -> Option<&str> {
     match parts.uri.authority() {
         Some(authority) => {
             let authority = authority.as_str();
-            if parts.version >= Version::HTTP_2
-                && host.is_some_and(|h| !h.as_bytes().eq_ignore_ascii_case(authority.as_bytes()))
-            {
+            if parts.version >= Version::HTTP_2 && host.is_some_and(|h| !same_host(h, authority)) {
                 return None;
             }
             Some(authority)

@@ -69,17 +69,12 @@ fn misdirected(conn: &ConnInfo, host: &str) -> bool {
     }
 }
 
-#[cfg(feature = "tls")]
+/// Asked of core, whichever features it was built with: an HTTPS listener
+/// exists whenever scalws-core's `tls` is on, whatever this crate's is.
 #[cold]
 #[inline(never)]
 fn not_covered(conn: &ConnInfo, host: &str) -> bool {
-    conn.tls().is_some_and(|tls| !tls.covers(conn.sni(), host))
-}
-
-/// Without TLS no connection has certificates, nor an SNI.
-#[cfg(not(feature = "tls"))]
-fn not_covered(_conn: &ConnInfo, _host: &str) -> bool {
-    false
+    !conn.certificate_covers(host)
 }
 
 /// A domain claimed twice on one listener: the host table refused the second claim.

@@ -377,10 +377,16 @@ impl Inner {
                 endpoint.record_failure(self.passive);
                 Err(Failure::from_client(error))
             }
-            Err(_elapsed) if body.as_ref().is_some_and(|b| !b.is_sent()) => Err(Failure::Client(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body was not all received within request_timeout".into(),
-            )),
+            Err(_elapsed)
+                if body
+                    .as_ref()
+                    .is_some_and(sent::BodyWatch::waiting_on_client) =>
+            {
+                Err(Failure::Client(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body was not all received within request_timeout".into(),
+                ))
+            }
             Err(_elapsed) => {
                 endpoint.record_failure(self.passive);
                 Err(Failure::TimedOut)

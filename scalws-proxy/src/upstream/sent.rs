@@ -14,11 +14,17 @@ use http_body::{Frame, SizeHint};
 use scalws_core::error::status_for;
 use scalws_core::{Body, BoxError};
 
+/// Not all sent, and not waiting for the client either: never polled yet
+/// (still connecting), or held by hyper while the upstream takes no more.
 const SENDING: u8 = 0;
-const SENT: u8 = 1;
-const FAILED: u8 = 2;
+/// The last poll found no data from the client yet: it is the client that
+/// is slow.
+const WAITING_ON_CLIENT: u8 = 1;
+const SENT: u8 = 2;
+const FAILED: u8 = 3;
 
-/// What became of a request body: still being sent, all sent, or failed.
+/// What became of a request body: being sent, waiting on the client, all
+/// sent, or failed.
 pub(crate) struct BodyWatch(Arc<AtomicU8>);
 
 /// Watches `request`'s body, unless it has none (then nothing can go wrong
@@ -50,9 +56,12 @@ impl BodyWatch {
         })
     }
 
-    /// Whether the whole body was handed to the upstream.
-    pub(crate) fn is_sent(&self) -> bool {
-        self.0.load(Ordering::Acquire) == SENT
+    /// Whether the body is waiting for bytes the client has not sent: at a
+    /// timeout, the client's slowness (408) rather than the upstream's (504,
+    /// which is also what a connect that stalls or an upstream that stops
+    /// reading gives).
+    pub(crate) fn waiting_on_client(&self) -> bool {
+        self.0.load(Ordering::Acquire) == WAITING_ON_CLIENT
     }
 }
 
@@ -69,13 +78,18 @@ impl http_body::Body for Watched {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        match &polled {
-            None => self.state.store(SENT, Ordering::Release),
-            Some(Err(_)) => self.state.store(FAILED, Ordering::Release),
-            Some(Ok(_)) if self.inner.is_end_stream() => self.state.store(SENT, Ordering::Release),
-            Some(Ok(_)) => {}
-        }
+        let Poll::Ready(polled) = Pin::new(&mut self.inner).poll_frame(cx) else {
+            self.state.store(WAITING_ON_CLIENT, Ordering::Release);
+            return Poll::Pending;
+        };
+        let state = match &polled {
+            None => SENT,
+            Some(Err(_)) => FAILED,
+            // hyper stops polling after trailers, or a body that says it ended.
+            Some(Ok(frame)) if frame.is_trailers() || self.inner.is_end_stream() => SENT,
+            Some(Ok(_)) => SENDING,
+        };
+        self.state.store(state, Ordering::Release);
         Poll::Ready(polled)
     }
 
@@ -83,9 +97,10 @@ impl http_body::Body for Watched {
         let end = self.inner.is_end_stream();
         if end {
             // hyper stops polling a body that says it has ended.
-            let _ = self
-                .state
-                .compare_exchange(SENDING, SENT, Ordering::AcqRel, Ordering::Acquire);
+            let state = self.state.load(Ordering::Acquire);
+            if state == SENDING || state == WAITING_ON_CLIENT {
+                self.state.store(SENT, Ordering::Release);
+            }
         }
         end
     }

@@ -138,3 +138,62 @@ async fn get_metrics(admin: SocketAddr) -> String {
     assert_eq!(reply.status, 200);
     reply.text().to_owned()
 }
+
+/// The other side of the same line: an upstream that stops reading a body
+/// the client sent whole is the upstream's fault, 504, not the client's 408.
+#[tokio::test]
+async fn an_upstream_that_stops_reading_is_504_not_408() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stalled = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut stream, _)) = listener.accept().await {
+            // Reads the head and a little, then nothing more, and never answers.
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf).await;
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        r#"
+limits: {{ max_request_body: 64MiB }}
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  app: {{ addresses: ["{stalled}"], request_timeout: 1s }}
+applications:
+  - name: site
+    domains: ["*"]
+    routes: [{{ path: /, proxy: app }}]
+"#
+    );
+    let running = super::support::start(&yaml, dir.path());
+    let addr = running.addr("http");
+    let mut client = TcpStream::connect(addr).await.unwrap();
+    const SIZE: usize = 32 * 1024 * 1024;
+    client
+        .write_all(
+            format!("POST /up HTTP/1.1\r\nHost: a.test\r\nContent-Length: {SIZE}\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let (mut reader, mut writer) = client.into_split();
+    // The whole body, as fast as the gateway takes it.
+    let sender = tokio::spawn(async move {
+        let chunk = vec![b'b'; 64 * 1024];
+        for _ in 0..SIZE / chunk.len() {
+            if writer.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), reader.read(&mut answer))
+        .await
+        .expect("no answer within 10 s")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    sender.abort();
+}

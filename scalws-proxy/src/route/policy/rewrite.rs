@@ -83,13 +83,12 @@ impl Rewrite {
             })?;
         }
         if let Some((value, authority)) = &self.host {
-            // X-Forwarded-Host must still name the host the client asked for.
-            let original = parts.headers.get(header::HOST).cloned().or_else(|| {
-                parts
-                    .uri
-                    .authority()
-                    .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
-            });
+            // X-Forwarded-Host must still name the host the request was
+            // routed by: the target's authority first, as in routing.
+            let original = match parts.uri.authority() {
+                Some(authority) => http::HeaderValue::from_str(authority.as_str()).ok(),
+                None => parts.headers.get(header::HOST).cloned(),
+            };
             if let Some(original) = original {
                 parts.extensions.insert(scalws_core::OriginalHost(original));
             }
