@@ -127,6 +127,21 @@ pub struct TlsReply {
     pub peer_certificate: CertificateDer<'static>,
 }
 
+/// A TLS client handshake over `tcp` (a socket the test set up itself, say
+/// with a small receive buffer) with SNI `sni`.
+pub async fn tls_over(
+    tcp: TcpStream,
+    config: rustls::ClientConfig,
+    sni: &str,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = ServerName::try_from(sni.to_owned()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
+        .await
+        .expect("TLS handshake timed out")
+        .expect("TLS handshake failed")
+}
+
 /// Sends `request` over a new TLS connection to `addr` with SNI `sni`,
 /// speaking HTTP/2 when `h2`, else HTTP/1.1.
 pub async fn https(

@@ -23,6 +23,8 @@ use tower::Service;
 use super::activity::{Activity, Verdict};
 use super::edge::Edge;
 use super::io::{ConnectionWatcher, TrackedIo};
+#[cfg(feature = "tls")]
+use super::io::{SendDeadline, Watched};
 use super::limits::Limits;
 #[cfg(feature = "tls")]
 use super::listener::ListenerProtocol;
@@ -129,9 +131,12 @@ where
                 .spawn(connection.secure(tls.clone(), stream, edge, service));
             continue;
         }
-        acceptor
-            .connections
-            .spawn(connection.serve(stream, edge, service));
+        acceptor.connections.spawn(connection.serve(
+            stream,
+            edge,
+            service,
+            Some(state.limits.send_timeout),
+        ));
     }
 }
 
@@ -146,12 +151,15 @@ impl Connection {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        // send_timeout watches the TCP stream: TLS takes writes into its
+        // own buffer before the socket refuses them.
+        let stream = Watched::new(stream, SendDeadline::new(self.limits.send_timeout));
         let Some(stream) = self.handshake(&tls.acceptor, stream, &edge.conn).await else {
             return;
         };
         let sni = stream.get_ref().1.server_name().map(Arc::from);
         edge.conn.secure(sni, tls.certificates);
-        self.serve(stream, edge, service).await;
+        self.serve(stream, edge, service, None).await;
     }
 }
 
@@ -180,9 +188,9 @@ impl Connection {
     async fn handshake(
         &mut self,
         acceptor: &TlsAcceptor,
-        stream: TcpStream,
+        stream: Watched<TcpStream, SendDeadline>,
         conn: &ConnInfo,
-    ) -> Option<TlsStream<TcpStream>> {
+    ) -> Option<TlsStream<Watched<TcpStream, SendDeadline>>> {
         let (listener, peer) = (conn.listener(), conn.peer());
         let handshake =
             tokio::time::timeout(self.limits.header_read_timeout, acceptor.accept(stream));
@@ -204,8 +212,9 @@ impl Connection {
         }
     }
 
-    /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end.
-    async fn serve<I, S, B>(self, io: I, edge: Edge, service: S)
+    /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end;
+    /// `send_timeout` when `io` is the socket itself.
+    async fn serve<I, S, B>(self, io: I, edge: Edge, service: S, send_timeout: Option<Duration>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
@@ -215,8 +224,7 @@ impl Connection {
         B::Error: Into<BoxError>,
     {
         let activity = edge.activity.clone();
-        let watcher =
-            ConnectionWatcher::new(activity.clone(), self.permit, self.limits.send_timeout);
+        let watcher = ConnectionWatcher::new(activity.clone(), self.permit, send_timeout);
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
         let io = TokioIo::new(io);
         let edge = Arc::new(edge);

@@ -49,25 +49,21 @@ pub(crate) type TrackedIo<T> = Watched<T, ConnectionWatcher>;
 pub(crate) struct ConnectionWatcher {
     pub(crate) activity: Arc<Activity>,
     pub(crate) _permit: ConnectionPermit,
-    /// `send_timeout`: how long the socket may refuse every write.
-    pub(crate) send_timeout: Duration,
-    /// Armed when a write is refused, dropped when one goes through. Its
-    /// waker is the writing task's, which then writes again and finds it
-    /// elapsed: no timer exists while writes go through.
-    pub(crate) send_deadline: Option<Pin<Box<Sleep>>>,
+    /// `send_timeout`, when this layer is the one that meets the socket
+    /// (plain connections; for TLS it watches the TCP stream underneath).
+    send: Option<SendDeadline>,
 }
 
 impl ConnectionWatcher {
     pub(crate) fn new(
         activity: Arc<Activity>,
         permit: ConnectionPermit,
-        send_timeout: Duration,
+        send_timeout: Option<Duration>,
     ) -> Self {
         Self {
             activity,
             _permit: permit,
-            send_timeout,
-            send_deadline: None,
+            send: send_timeout.map(SendDeadline::new),
         }
     }
 }
@@ -79,19 +75,50 @@ impl Watcher for ConnectionWatcher {
 
     fn on_write(&mut self) {
         self.activity.on_write();
-        if self.send_deadline.is_some() {
-            self.send_deadline = None;
+        if let Some(send) = &mut self.send {
+            send.on_write();
         }
     }
 
-    /// The client has taken no byte for `send_timeout`: the connection ends
-    /// (on HTTP/1.1 and HTTP/2 alike, the socket is what is refused).
     fn on_write_blocked(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
-        let timeout = self.send_timeout;
-        let deadline = self
-            .send_deadline
+        self.send.as_mut()?.on_write_blocked(cx)
+    }
+}
+
+/// `send_timeout` on the stream that meets the socket: a timer armed when
+/// a write is refused, dropped when one goes through. Its waker is the
+/// writing task's, which then writes again and finds it elapsed; no timer
+/// exists while writes go through.
+pub(crate) struct SendDeadline {
+    timeout: Duration,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl SendDeadline {
+    pub(crate) fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            timer: None,
+        }
+    }
+}
+
+impl Watcher for SendDeadline {
+    fn on_read(&self) {}
+
+    fn on_write(&mut self) {
+        if self.timer.is_some() {
+            self.timer = None;
+        }
+    }
+
+    /// The client has taken no byte for `send_timeout`: the connection ends.
+    fn on_write_blocked(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let timeout = self.timeout;
+        let timer = self
+            .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-        deadline.as_mut().poll(cx).is_ready().then(|| {
+        timer.as_mut().poll(cx).is_ready().then(|| {
             io::Error::new(
                 io::ErrorKind::TimedOut,
                 "the client took no byte within send_timeout",
