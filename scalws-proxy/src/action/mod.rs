@@ -27,7 +27,7 @@ pub use backends::{Backend, Backends, Split};
 pub use future::ActionFuture;
 pub use proxy::Proxy;
 pub use redirect::{NotARedirectStatus, Redirect};
-pub(crate) use redirect::{redirect_response, request_host, url};
+pub(crate) use redirect::{redirect_response, request_host, routed_host_value, url};
 pub use respond::Respond;
 #[cfg(feature = "static-files")]
 pub use static_files::{InvalidStaticRoot, StaticFiles, StaticOptions};

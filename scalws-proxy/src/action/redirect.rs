@@ -194,6 +194,16 @@ pub(crate) fn redirect_response(status: StatusCode, location: HeaderValue) -> Re
     response
 }
 
+/// [`request_host`] as a header value, without its checks (the request was
+/// routed already): the target's authority when it has one, else `Host`.
+/// What is forwarded as `Host` and named in `X-Forwarded-Host`.
+pub(crate) fn routed_host_value(parts: &Parts) -> Option<HeaderValue> {
+    match parts.uri.authority() {
+        Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
+        None => parts.headers.get(header::HOST).cloned(),
+    }
+}
+
 /// Whether a `host` field names the host of `authority`: compared as
 /// routing compares them (case, a trailing dot and the port set aside),
 /// since routing, forwarding and the cache key all use the authority.

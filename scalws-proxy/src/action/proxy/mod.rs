@@ -33,7 +33,7 @@ use scalws_cache::{Cache, CacheService};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 
-use super::ActionFuture;
+use super::{ActionFuture, routed_host_value};
 use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool, UpstreamService};
 
 /// Forwards requests to one pool, through a response cache when one is set
@@ -239,13 +239,10 @@ async fn forward(
         None => None,
     };
 
-    // The host routed on: the target's authority when it has one (HTTP/2's
-    // :authority, an absolute-form HTTP/1.1 target, whose Host is ignored:
-    // RFC 9112 3.2.2), else Host. An HTTP/1.1 upstream needs it in Host.
-    let host = match parts.uri.authority() {
-        Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
-        None => parts.headers.get(header::HOST).cloned(),
-    };
+    // The host routed on (HTTP/2's :authority, an absolute-form HTTP/1.1
+    // target, whose Host is ignored: RFC 9112 3.2.2, else Host). An
+    // HTTP/1.1 upstream needs it in Host.
+    let host = routed_host_value(&parts);
     headers::remove_hop_by_hop(&mut parts.headers, true);
     let forwarded_host = match parts.extensions.get::<OriginalHost>() {
         Some(OriginalHost(original)) => Some(original),

@@ -83,12 +83,8 @@ impl Rewrite {
             })?;
         }
         if let Some((value, authority)) = &self.host {
-            // X-Forwarded-Host must still name the host the request was
-            // routed by: the target's authority first, as in routing.
-            let original = match parts.uri.authority() {
-                Some(authority) => http::HeaderValue::from_str(authority.as_str()).ok(),
-                None => parts.headers.get(header::HOST).cloned(),
-            };
+            // X-Forwarded-Host must still name the host the request was routed by.
+            let original = crate::action::routed_host_value(parts);
             if let Some(original) = original {
                 parts.extensions.insert(scalws_core::OriginalHost(original));
             }
