@@ -14,9 +14,9 @@ use scalws_core::tls::{CertificateFiles, TlsCertificates};
 use scalws_core::{Body, ConnInfo, Limits, ListenerProtocol, ListenerSpec, Scheme, Server};
 use scalws_proxy::upstream::{UpstreamOptions, UpstreamPool, UpstreamService};
 use scalws_proxy::{
-    Action, Application, Backend, Backends, Gateway, HeaderModifier, HttpService, Outcome,
-    PathModifier, PolicyLayer, Proxy, RequestHeaders, Respond, Rewrite, Route, Split, StaticFiles,
-    StaticOptions, TimeoutLayer,
+    Action, Application, ApplicationBuilder, Backend, Backends, Gateway, HeaderModifier,
+    HttpService, Outcome, PathModifier, PolicyLayer, Proxy, RequestHeaders, Respond, Rewrite,
+    Route, Split, StaticFiles, StaticOptions, TimeoutLayer,
 };
 use scalws_router::RouteSpec;
 use test_support::tls::{TestCa, https};
@@ -53,6 +53,15 @@ where
     let addrs = server.local_addrs().into_iter().map(|(_, a)| a).collect();
     tokio::spawn(server.serve(service, std::future::pending()));
     addrs
+}
+
+/// A gateway of one listener, `http`, and one application.
+fn one_app(app: ApplicationBuilder) -> Gateway {
+    Gateway::builder()
+        .listener("http")
+        .application(app)
+        .build()
+        .unwrap()
 }
 
 fn plain() -> Vec<ListenerSpec> {
@@ -266,11 +275,7 @@ async fn the_embedders_layers_run_where_they_are_put() {
         .unwrap()
         .route(RouteSpec::prefix("/", text("plain")))
         .unwrap();
-    let gateway = Gateway::builder()
-        .listener("http")
-        .application(app)
-        .build()
-        .unwrap();
+    let gateway = one_app(app);
     // Around everything, boxed as tower's own BoxCloneService (not Sync).
     let everything: BoxCloneService<Request<Body>, Response<Body>, Infallible> =
         BoxCloneService::new(trail("everything").layer(gateway.boxed()));
@@ -397,11 +402,7 @@ async fn explain_agrees_with_the_answer() {
         .unwrap()
         .route(RouteSpec::prefix("/api", text("api")))
         .unwrap();
-    let gateway = Gateway::builder()
-        .listener("http")
-        .application(app)
-        .build()
-        .unwrap();
+    let gateway = one_app(app);
     /// Method, host, path, headers, the status expected.
     type Case<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)], u16);
     let cases: &[Case<'_>] = &[
@@ -475,11 +476,7 @@ async fn an_applications_routes_are_counted_under_their_labels() {
         .unwrap()
         .route(RouteSpec::prefix("/api", text("api")))
         .unwrap();
-    let gateway = Gateway::builder()
-        .listener("http")
-        .application(app)
-        .build()
-        .unwrap();
+    let gateway = one_app(app);
     let addr = serve(plain(), gateway).await[0];
     let client = TestClient::new(Proto::Http1);
     assert_eq!(client.get(addr, "x", "/api/a").await.text(), "api");
@@ -554,11 +551,7 @@ async fn a_static_route_serves_from_its_prefix() {
                 .rewrite(Rewrite::new().path(PathModifier::ReplacePrefixMatch("/assets".into()))),
         ))
         .unwrap();
-    let gateway = Gateway::builder()
-        .listener("http")
-        .application(app)
-        .build()
-        .unwrap();
+    let gateway = one_app(app);
     let http = serve(plain(), gateway).await[0];
     let client = TestClient::new(Proto::Http1);
     assert_eq!(
