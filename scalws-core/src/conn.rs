@@ -165,7 +165,7 @@ impl ConnInfo {
 
     #[cfg(feature = "tls")]
     /// The certificates of the TLS listener the connection came on, if any:
-    /// `conn.tls().map(|tls| tls.covers(conn.sni(), host))` tells whether the
+    /// [`certificate_covers`](Self::certificate_covers) asks whether the
     /// certificate the client got is valid for `host`.
     pub fn tls(&self) -> Option<&TlsCertificates> {
         self.inner.tls.as_ref()
