@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::ClientConfig;
 use rustls_pki_types::{CertificateDer, ServerName};
-use scalws_core::tls::{CertificateFiles, TlsCertificates, TlsLoadError};
+use scalws_core::tls::{CertificateFiles, TlsCertificates, TlsLoadError, UnknownServerName};
 use scalws_core::{Body, ConnInfo, Limits, ListenerProtocol, ListenerSpec, Server};
 use test_support::{closed_within, raw_exchange};
 use tokio::net::TcpStream;
@@ -163,6 +163,10 @@ impl<'a> Client<'a> {
     }
 
     async fn connect(self, addr: SocketAddr) -> TlsStream<TcpStream> {
+        self.try_connect(addr).await.expect("handshake failed")
+    }
+
+    async fn try_connect(self, addr: SocketAddr) -> std::io::Result<TlsStream<TcpStream>> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&rustls::SupportedProtocolVersion] = if self.tls12_only {
             &[&rustls::version::TLS12]
@@ -188,7 +192,6 @@ impl<'a> Client<'a> {
         tokio::time::timeout(Duration::from_secs(5), connector.connect(server_name, tcp))
             .await
             .expect("handshake timed out")
-            .expect("handshake failed")
     }
 
     /// The certificate the server presents.
@@ -231,10 +234,17 @@ async fn sni_chooses_the_certificate_and_the_first_is_the_default() {
     assert!(Client::sni("x.a.test").peer_cert(server.addr).await == a.der);
     assert!(Client::sni("b.test").peer_cert(server.addr).await == b.der);
     assert!(Client::sni("B.Test").peer_cert(server.addr).await == b.der);
-    // Wildcards stand for one label only; then the default.
-    assert!(Client::sni("y.x.a.test").peer_cert(server.addr).await == a.der);
-    assert!(Client::sni("unknown.test").peer_cert(server.addr).await == a.der);
+    // No server name: the default. A name no certificate has (wildcards
+    // stand for one label only) is refused: the default is a.test's.
     assert!(Client::no_sni().peer_cert(server.addr).await == a.der);
+    for unknown in ["y.x.a.test", "unknown.test"] {
+        let refused = Client::sni(unknown).try_connect(server.addr).await;
+        let error = refused
+            .err()
+            .unwrap_or_else(|| panic!("{unknown} was served"));
+        // rustls' alert when no certificate is chosen.
+        assert!(error.to_string().contains("AccessDenied"), "{error}");
+    }
 
     let tls12 = Client {
         tls12_only: true,
@@ -246,6 +256,30 @@ async fn sni_chooses_the_certificate_and_the_first_is_the_default() {
         Some(rustls::ProtocolVersion::TLSv1_2)
     );
     assert!(stream.get_ref().1.peer_certificates().unwrap()[0] == b.der);
+}
+
+#[tokio::test]
+async fn an_unknown_name_gets_the_default_when_told() {
+    let dir = scratch_dir();
+    let (a, b) = two_certs(&dir);
+    let certs = TlsCertificates::load(&[a.files.clone(), b.files.clone()])
+        .unwrap()
+        .unknown_server_name(UnknownServerName::ServeDefault);
+    let server = start(certs.clone(), Limits::default());
+    assert!(Client::sni("unknown.test").peer_cert(server.addr).await == a.der);
+    assert!(Client::sni("b.test").peer_cert(server.addr).await == b.der);
+    // A reload keeps the choice.
+    certs.reload(&[b.files.clone(), a.files.clone()]).unwrap();
+    assert!(Client::sni("unknown.test").peer_cert(server.addr).await == b.der);
+    // And it can be taken back.
+    let _ = certs.clone().unknown_server_name(UnknownServerName::Refuse);
+    assert!(
+        Client::sni("unknown.test")
+            .try_connect(server.addr)
+            .await
+            .is_err()
+    );
+    assert!(Client::sni("a.test").peer_cert(server.addr).await == a.der);
 }
 
 #[tokio::test]
@@ -495,8 +529,14 @@ async fn reload_applies_to_new_handshakes_only() {
     let certs = TlsCertificates::load(std::slice::from_ref(&a.files)).unwrap();
     let server = start(certs.clone(), Limits::default());
 
-    let before = Client::sni("b.test").connect(server.addr).await;
+    let before = Client::sni("a.test").connect(server.addr).await;
     assert!(before.get_ref().1.peer_certificates().unwrap()[0] == a.der);
+    assert!(
+        Client::sni("b.test")
+            .try_connect(server.addr)
+            .await
+            .is_err()
+    );
 
     certs.reload(&[b.files.clone(), a.files.clone()]).unwrap();
     assert!(Client::sni("b.test").peer_cert(server.addr).await == b.der);
@@ -506,7 +546,7 @@ async fn reload_applies_to_new_handshakes_only() {
 
     // The connection opened before the reload keeps working.
     let (_, text) = get_http1(before, "a.test").await;
-    assert!(text.starts_with("secure https sni=b.test"), "{text}");
+    assert!(text.starts_with("secure https sni=a.test"), "{text}");
 
     // A failed reload leaves the certificates in place.
     let broken = CertificateFiles {

@@ -310,6 +310,13 @@ fn tls_listener_errors_point_at_the_file() {
         ),
         "t.yaml:2:52: listeners[0].tls: protocol https needs tls.certificates"
     );
+    assert_eq!(
+        errors(format!(
+            "{}      unknown_sni: refused\n",
+            yaml("a.pem", "a.key")
+        )),
+        "t.yaml:8:20: listeners[0].tls.unknown_sni: unknown unknown_sni \"refused\" (did you mean \"refuse\"?); expected refuse or default"
+    );
 }
 
 #[test]

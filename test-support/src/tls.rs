@@ -244,32 +244,69 @@ pub async fn h3(
 
 /// A QUIC connection to `addr` with SNI `sni`, from a new client endpoint.
 async fn quic_connect(tls: rustls::ClientConfig, addr: SocketAddr, sni: &str) -> quinn::Connection {
+    try_quic_connect(tls, addr, sni)
+        .await
+        .expect("QUIC handshake failed")
+}
+
+async fn try_quic_connect(
+    tls: rustls::ClientConfig,
+    addr: SocketAddr,
+    sni: &str,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
     let quic_tls = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic_tls)));
-    endpoint
-        .connect(addr, sni)
-        .unwrap()
-        .await
-        .expect("QUIC handshake failed")
+    endpoint.connect(addr, sni).unwrap().await
 }
 
 /// The certificate an HTTP/3 (QUIC) server at `addr` presents for `sni`:
 /// a QUIC handshake only, with any certificate accepted.
 pub async fn h3_peer_certificate(addr: SocketAddr, sni: &str) -> CertificateDer<'static> {
+    h3_handshake(addr, sni)
+        .await
+        .expect("QUIC handshake failed")
+}
+
+/// A QUIC handshake with `addr` for `sni` (any certificate accepted): the
+/// certificate presented, or why the handshake failed.
+pub async fn h3_handshake(addr: SocketAddr, sni: &str) -> Result<CertificateDer<'static>, String> {
     let handshake = async {
-        let quic = quic_connect(insecure_client_config(&[b"h3"]), addr, sni).await;
+        let quic = try_quic_connect(insecure_client_config(&[b"h3"]), addr, sni)
+            .await
+            .map_err(|error| error.to_string())?;
         let chain = quic
             .peer_identity()
             .expect("a TLS peer identity")
             .downcast::<Vec<CertificateDer<'static>>>()
             .expect("a rustls certificate chain");
         quic.close(0u32.into(), b"done");
-        chain[0].clone()
+        Ok(chain[0].clone())
     };
     tokio::time::timeout(Duration::from_secs(10), handshake)
         .await
         .expect("QUIC handshake timed out")
+}
+
+/// A TLS handshake over TCP with `addr` for `sni` (any certificate
+/// accepted): the certificate presented, or why the handshake failed.
+pub async fn tls_handshake(addr: SocketAddr, sni: &str) -> Result<CertificateDer<'static>, String> {
+    let handshake = async {
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let connector =
+            tokio_rustls::TlsConnector::from(Arc::new(insecure_client_config(&[b"http/1.1"])));
+        let name = ServerName::try_from(sni.to_owned()).unwrap();
+        let tls = connector
+            .connect(name, tcp)
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(tls.get_ref().1.peer_certificates().unwrap()[0]
+            .clone()
+            .into_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(10), handshake)
+        .await
+        .expect("TLS handshake timed out")
 }
 
 /// A client config that accepts any server certificate (for a test that

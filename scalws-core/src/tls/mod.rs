@@ -2,8 +2,10 @@
 //! swapped in place on reload.
 //!
 //! A [`TlsCertificates`] holds every certificate of a listener (the first is
-//! the default, served when the client sends no SNI or one no certificate
-//! names). It is both the rustls certificate resolver of the listener's
+//! the default, served when the client sends no SNI). A handshake whose SNI
+//! no certificate names is refused, unless the store is told to serve the
+//! default for it ([`UnknownServerName`]): on a listener shared by tenants
+//! the default is one tenant's certificate. It is both the rustls certificate resolver of the listener's
 //! [`server_config`](TlsCertificates::server_config) and what the gateway asks
 //! whether a connection's certificate [`covers`](TlsCertificates::covers) the
 //! host a request names.
@@ -53,19 +55,39 @@ pub struct TlsCertificates {
     current: Arc<ArcSwap<CertificateSet>>,
 }
 
+/// What a handshake gets whose server name (SNI) no certificate names.
+///
+/// A client that sends no server name at all (it connected to an IP address)
+/// always gets the default certificate, the first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnknownServerName {
+    /// The handshake fails (rustls sends an `access_denied` alert), as nginx's
+    /// `ssl_reject_handshake` does: nobody is shown a certificate for names
+    /// they did not ask for, which on a shared listener would be another
+    /// tenant's and would list its names.
+    #[default]
+    Refuse,
+    /// The default certificate (the first) is served, as when no name is sent.
+    ServeDefault,
+}
+
 /// One generation of certificates, replaced whole on reload.
+#[derive(Clone)]
 struct CertificateSet {
     /// Non-empty; index 0 is the default.
     keys: Vec<Arc<CertifiedKey>>,
     table: SniTable,
     warnings: Vec<String>,
+    unknown: UnknownServerName,
 }
 
 // === impl TlsCertificates ===
 
 impl TlsCertificates {
-    /// Loads every pair; the first is the default (served when SNI is absent or
-    /// names no certificate).
+    /// Loads every pair; the first is the default (served when SNI is absent).
+    /// A server name no certificate names is refused; see
+    /// [`unknown_server_name`](Self::unknown_server_name).
     ///
     /// A certificate that is expired or not yet valid is logged as an error
     /// (naming the file and its dates), kept in [`warnings`](Self::warnings),
@@ -89,11 +111,22 @@ impl TlsCertificates {
         })
     }
 
+    /// What a handshake whose server name no certificate names gets, from now
+    /// on: [`UnknownServerName::Refuse`] unless set here. Kept by
+    /// [`reload`](Self::reload), carried by [`adopt`](Self::adopt).
+    pub fn unknown_server_name(self, policy: UnknownServerName) -> Self {
+        let mut set = CertificateSet::clone(&self.current.load());
+        set.unknown = policy;
+        self.current.store(Arc::new(set));
+        self
+    }
+
     /// Loads `files` and, if they all load, replaces the certificates at once
     /// for new handshakes; connections already open keep theirs. On error the
     /// old certificates stay in place.
     pub fn reload(&self, files: &[CertificateFiles]) -> Result<(), TlsLoadError> {
-        let set = CertificateSet::load(files, &|path| std::fs::read(path))?;
+        let mut set = CertificateSet::load(files, &|path| std::fs::read(path))?;
+        set.unknown = self.current.load().unknown;
         self.current.store(Arc::new(set));
         Ok(())
     }
@@ -114,8 +147,8 @@ impl TlsCertificates {
         resolver::server_config(self.current.clone(), alpn)
     }
 
-    /// Whether the certificate that `sni` selects (the default for `None` or
-    /// an unknown name) covers `host`: an exact SAN name, or a wildcard SAN
+    /// Whether the certificate that `sni` selects (the default for `None`, or
+    /// for an unknown name when that is served) covers `host`: an exact SAN name, or a wildcard SAN
     /// `*.suffix` with exactly one label in place of the `*`. Case-insensitive.
     pub fn covers(&self, sni: Option<&str>, host: &str) -> bool {
         self.current.load().table.covers(sni, host)
@@ -178,11 +211,18 @@ impl CertificateSet {
             keys,
             table: SniTable::new(names),
             warnings,
+            unknown: UnknownServerName::default(),
         })
     }
 
+    /// `None` fails the handshake.
     fn key_for(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
-        self.keys.get(self.table.select(sni).index).cloned()
+        let selected = self.table.select(sni);
+        if sni.is_some() && !selected.by_name && self.unknown == UnknownServerName::Refuse {
+            tracing::debug!(sni, "handshake refused: no certificate names it");
+            return None;
+        }
+        self.keys.get(selected.index).cloned()
     }
 }
 
@@ -191,6 +231,7 @@ impl std::fmt::Debug for CertificateSet {
         f.debug_struct("CertificateSet")
             .field("certificates", &self.keys.len())
             .field("table", &self.table)
+            .field("unknown", &self.unknown)
             .finish_non_exhaustive()
     }
 }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The DNS names of one certificate's SAN, lower-cased.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Names {
     exact: Vec<Box<str>>,
     /// `*.example.com` is kept as `example.com`.
@@ -15,7 +15,7 @@ pub(super) struct Names {
 }
 
 /// Every certificate's names, indexed for the handshake. Index 0 is the default.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct SniTable {
     exact: HashMap<Box<str>, usize>,
     wildcard: HashMap<Box<str>, usize>,

@@ -56,6 +56,8 @@ pub(super) struct ListenerFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct ListenerTlsFile {
     pub(super) certificates: Vec<Spanned<CertificateFile>>,
+    /// `refuse` (the default) or `default`.
+    pub(super) unknown_sni: Option<Spanned<String>>,
 }
 
 #[cfg_attr(not(feature = "tls"), allow(dead_code))]

@@ -1,6 +1,7 @@
 //! TLS at the edge with two tenants' certificates on one listener: a
 //! connection made for one tenant cannot be used for the other (421), a
-//! client without SNI is served but never refused as misdirected, and
+//! client without SNI is served but never refused as misdirected, a name
+//! no certificate has gets no certificate at all (over TCP and QUIC), and
 //! plaintext or garbage on the TLS port is closed with nothing forwarded.
 
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use test_support::tls::{TestCa, https};
+use test_support::tls::{TestCa, h3_handshake, https, tls_handshake};
 
 use super::{RawUpstream, support};
 
@@ -87,4 +88,46 @@ applications:
     )
     .await;
     assert_eq!(again.reply.status, 200, "still serves");
+}
+
+/// The listener's default certificate is one tenant's: a client naming
+/// another host (a scanner guessing names) must not be shown it, since it
+/// names that tenant's domains. `unknown_sni: default` serves it on purpose.
+#[tokio::test]
+async fn an_unknown_name_is_shown_no_tenants_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new();
+    ca.issue(dir.path(), "a", &["a.test"], false);
+    ca.issue(dir.path(), "b", &["b.test"], false);
+    let yaml = |unknown: &str| {
+        format!(
+            r#"
+listeners:
+  - {{ name: tls, address: "127.0.0.1:0", protocol: https, tls: {{ certificates: [ {{ cert: a.pem, key: a.key }}, {{ cert: b.pem, key: b.key }} ], {unknown} }} }}
+  - {{ name: quic, address: "127.0.0.1:0", protocol: http3, tls: {{ certificates: [ {{ cert: a.pem, key: a.key }}, {{ cert: b.pem, key: b.key }} ], {unknown} }} }}
+applications:
+  - {{ name: a, domains: [a.test], routes: [{{ path: /, respond: {{ body: a }} }}] }}
+  - {{ name: b, domains: [b.test], routes: [{{ path: /, respond: {{ body: b }} }}] }}
+"#
+        )
+    };
+    let refusing = support::start(&yaml(""), dir.path());
+    let (tcp, quic) = (refusing.addr("tls"), refusing.addr("quic"));
+    for name in ["c.test", "x.a.test", "localhost"] {
+        let over_tcp = tls_handshake(tcp, name).await;
+        assert!(over_tcp.is_err(), "{name} got a certificate over TCP");
+        let over_quic = h3_handshake(quic, name).await;
+        assert!(over_quic.is_err(), "{name} got a certificate over QUIC");
+    }
+    // The tenants' own names still handshake, each with its certificate.
+    let a = tls_handshake(tcp, "a.test").await.unwrap();
+    let b = tls_handshake(tcp, "b.test").await.unwrap();
+    assert!(a != b);
+    assert!(h3_handshake(quic, "b.test").await.unwrap() == b);
+    drop(refusing);
+
+    let serving = support::start(&yaml("unknown_sni: default"), dir.path());
+    let (tcp, quic) = (serving.addr("tls"), serving.addr("quic"));
+    assert!(tls_handshake(tcp, "c.test").await.unwrap() == a);
+    assert!(h3_handshake(quic, "c.test").await.unwrap() == a);
 }

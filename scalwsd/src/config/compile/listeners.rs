@@ -164,11 +164,29 @@ impl Compiler<'_> {
                 key: self.base_dir.join(&c.value.key.value),
             })
             .collect();
+        let unknown = match tls.value.unknown_sni.as_ref() {
+            None => UnknownServerName::Refuse,
+            Some(value) => match value.value.as_str() {
+                "refuse" => UnknownServerName::Refuse,
+                "default" => UnknownServerName::ServeDefault,
+                other => {
+                    let hint = did_you_mean(other, ["refuse", "default"]);
+                    self.errors.at(
+                        &value.referenced,
+                        path.replace("tls.certificates", "tls.unknown_sni"),
+                        format!(
+                            "unknown unknown_sni \"{other}\"{hint}; expected refuse or default"
+                        ),
+                    );
+                    return None;
+                }
+            },
+        };
         let mut seen = false;
         for (loaded_files, loaded, taken_by_quic) in &mut self.certificates {
-            if *loaded_files == files {
+            if loaded_files.0 == files {
                 seen = true;
-                if !(quic && *taken_by_quic) {
+                if loaded_files.1 == unknown && !(quic && *taken_by_quic) {
                     *taken_by_quic |= quic;
                     return Some(loaded.clone());
                 }
@@ -177,10 +195,12 @@ impl Compiler<'_> {
         let inputs = self.inputs;
         match TlsCertificates::load_with(&files, &|path| inputs.read(path)) {
             Ok(loaded) => {
+                let loaded = loaded.unknown_server_name(unknown);
                 if !seen {
                     self.warnings.extend(loaded.warnings());
                 }
-                self.certificates.push((files, loaded.clone(), quic));
+                self.certificates
+                    .push(((files, unknown), loaded.clone(), quic));
                 Some(loaded)
             }
             Err(error) => {

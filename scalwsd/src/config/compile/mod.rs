@@ -13,7 +13,7 @@ use http::{HeaderName, HeaderValue, Method, StatusCode};
 #[cfg(feature = "cache")]
 use scalws_cache::{Cache, CacheOptions};
 #[cfg(feature = "tls")]
-use scalws_core::tls::{CertificateFiles, TlsCertificates};
+use scalws_core::tls::{CertificateFiles, TlsCertificates, UnknownServerName};
 use scalws_core::{Limits, ListenerProtocol, ListenerSpec, Scheme};
 use scalws_proxy::{
     Action, Application, ApplicationBuilder, Backend, Backends, ClaimedTwice, Gateway,
@@ -272,7 +272,11 @@ struct Compiler<'a> {
     /// same files share one set, except that no two `http3` listeners do
     /// (`true`: an `http3` listener has this one).
     #[cfg(feature = "tls")]
-    certificates: Vec<(Vec<CertificateFiles>, TlsCertificates, bool)>,
+    certificates: Vec<(
+        (Vec<CertificateFiles>, UnknownServerName),
+        TlsCertificates,
+        bool,
+    )>,
     /// Problems that do not stop the load (expired certificates).
     warnings: Vec<String>,
     /// The response cache of the application being compiled, if it has one.
