@@ -5,8 +5,8 @@
 //! The two timeouts are separate in our config, so the connection driver keeps
 //! this state and enforces both.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::limits::Limits;
@@ -29,11 +29,36 @@ fn millis(duration: Duration) -> u64 {
 
 #[derive(Debug)]
 pub(crate) struct Activity {
+    /// Requests from their head to the end of their response body.
     in_flight: AtomicUsize,
     last_io: AtomicU64,
     /// When the bytes of a request head that has not arrived whole began; 0 = none.
     head_started: AtomicU64,
     multiplexed: AtomicBool,
+    /// The response bodies of an HTTP/2 connection still being sent, each
+    /// with the time since which it has waited for the connection to take
+    /// its next frame (see [`SendClock`]).
+    sending: Mutex<Vec<Weak<SendClock>>>,
+}
+
+/// When a response body last handed a frame to hyper (or was made) without
+/// being asked for the next; 0 while hyper is asking. On HTTP/2 hyper asks
+/// for the next frame only once the client's flow-control window has room,
+/// so a clock left standing means a client that opens no window: the socket
+/// itself is idle, and `send_timeout` on it never fires.
+#[derive(Debug)]
+pub(crate) struct SendClock(AtomicU64);
+
+impl SendClock {
+    /// Asked for a frame: whatever happens next is up to the body.
+    pub(crate) fn asked(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+
+    /// Handed a frame over: the next ask is up to the connection.
+    pub(crate) fn handed(&self) {
+        self.0.store(now_ms(), Ordering::Relaxed);
+    }
 }
 
 /// What the driver should do with the connection now.
@@ -45,6 +70,9 @@ pub(crate) enum Verdict {
     Idle,
     /// A request head did not arrive in `header_read_timeout`: drop the connection.
     HeadTimedOut,
+    /// An HTTP/2 response body has waited `send_timeout` for the client to
+    /// open its window: drop the connection.
+    Unread,
 }
 
 impl Activity {
@@ -56,7 +84,31 @@ impl Activity {
             // A new connection owes us its first request head.
             head_started: AtomicU64::new(now),
             multiplexed: AtomicBool::new(false),
+            sending: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A clock for an HTTP/2 response body about to be handed to hyper,
+    /// standing from now: hyper has not asked for a frame yet.
+    pub(crate) fn send_clock(&self) -> Arc<SendClock> {
+        let clock = Arc::new(SendClock(AtomicU64::new(now_ms())));
+        let mut sending = self.sending.lock().unwrap_or_else(|p| p.into_inner());
+        // Bodies that ended are dropped here, so the list is at most the
+        // streams open at once plus those ended since the last call.
+        sending.retain(|clock| clock.strong_count() > 0);
+        sending.push(Arc::downgrade(&clock));
+        clock
+    }
+
+    /// Since when the longest-waiting response body has waited (ms).
+    fn oldest_send(&self) -> Option<u64> {
+        let sending = self.sending.lock().unwrap_or_else(|p| p.into_inner());
+        sending
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|clock| clock.0.load(Ordering::Relaxed))
+            .filter(|&since| since != 0)
+            .min()
     }
 
     pub(crate) fn on_read(&self) {
@@ -110,10 +162,20 @@ impl Activity {
             )
         };
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return Verdict::Wait(later(
+            let mut check = later(
                 now_instant,
                 limits.keepalive_timeout.min(limits.header_read_timeout),
-            ));
+            );
+            if self.multiplexed.load(Ordering::Relaxed)
+                && let Some(since) = self.oldest_send()
+            {
+                let deadline = since.saturating_add(millis(limits.send_timeout));
+                if now >= deadline {
+                    return Verdict::Unread;
+                }
+                check = check.min(at(deadline));
+            }
+            return Verdict::Wait(check);
         }
         let head = self.head_started.load(Ordering::Relaxed);
         if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
@@ -185,6 +247,30 @@ mod tests {
         a.request_started(false);
         std::thread::sleep(Duration::from_millis(5));
         assert!(matches!(a.verdict(&limits(1, 1)), Verdict::Wait(_)));
+    }
+
+    #[test]
+    fn an_h2_body_nobody_asks_for_ends_the_connection_at_send_timeout() {
+        let a = Activity::new();
+        let limits = Limits {
+            send_timeout: Duration::from_millis(1),
+            ..limits(10_000, 10_000)
+        };
+        a.request_started(true);
+        let waiting = a.send_clock();
+        let asked = a.send_clock();
+        asked.asked();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits), Verdict::Unread);
+        // Asked for its next frame: waiting on its producer (a quiet stream), not the client.
+        waiting.asked();
+        assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
+        waiting.handed();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits), Verdict::Unread);
+        // A body that ended is forgotten.
+        drop(waiting);
+        assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
     }
 
     #[test]

@@ -13,14 +13,32 @@ use crate::Body;
 /// replaced by an empty one. A 1xx or 204 loses its `Content-Length`; a
 /// HEAD answer keeps the length a GET would have had, set from the body's
 /// exact size when the response has none.
+/// A response body that can give way to an empty one of its own type.
+pub(crate) trait Emptiable: Sized {
+    /// The body's exact length, if known.
+    fn exact_size(&self) -> Option<u64>;
+    /// An empty body of the same type.
+    fn emptied(self) -> Self;
+}
+
+impl<B: http_body::Body> Emptiable for Either<B, Body> {
+    fn exact_size(&self) -> Option<u64> {
+        match self {
+            Either::Left(body) => body.size_hint().exact(),
+            Either::Right(body) => http_body::Body::size_hint(body).exact(),
+        }
+    }
+
+    fn emptied(self) -> Self {
+        Either::Right(Body::empty())
+    }
+}
+
 #[inline]
-pub(crate) fn without_forbidden_body<B>(
-    response: Response<Either<B, Body>>,
+pub(crate) fn without_forbidden_body<B: Emptiable>(
+    response: Response<B>,
     head: bool,
-) -> (Response<Either<B, Body>>, bool)
-where
-    B: http_body::Body,
-{
+) -> (Response<B>, bool) {
     let status = response.status();
     let bodiless_status = status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -33,26 +51,17 @@ where
 
 #[cold]
 #[inline(never)]
-fn strip_body<B>(
-    response: Response<Either<B, Body>>,
-    keep_length: bool,
-) -> Response<Either<B, Body>>
-where
-    B: http_body::Body,
-{
+fn strip_body<B: Emptiable>(response: Response<B>, keep_length: bool) -> Response<B> {
     let (mut parts, body) = response.into_parts();
     if parts.status == StatusCode::NO_CONTENT || parts.status.is_informational() {
         parts.headers.remove(header::CONTENT_LENGTH);
-    } else if keep_length && !parts.headers.contains_key(header::CONTENT_LENGTH) {
-        let hint = match &body {
-            Either::Left(body) => body.size_hint(),
-            Either::Right(body) => http_body::Body::size_hint(body),
-        };
-        if let Some(length) = hint.exact() {
-            parts
-                .headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-        }
+    } else if keep_length
+        && !parts.headers.contains_key(header::CONTENT_LENGTH)
+        && let Some(length) = body.exact_size()
+    {
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     }
-    Response::from_parts(parts, Either::Right(Body::empty()))
+    Response::from_parts(parts, body.emptied())
 }

@@ -276,6 +276,10 @@ async fn drive<C>(
                 tracing::debug!("request head not received in time; closing");
                 return;
             }
+            Verdict::Unread => {
+                tracing::debug!("a response waited send_timeout for the client's window; closing");
+                return;
+            }
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();

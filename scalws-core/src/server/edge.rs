@@ -3,7 +3,9 @@
 
 use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use futures_util::FutureExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
@@ -11,8 +13,8 @@ use http_body_util::Either;
 use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
 
-use super::activity::Activity;
-use super::bodiless::without_forbidden_body;
+use super::activity::{Activity, SendClock};
+use super::bodiless::{Emptiable, without_forbidden_body};
 use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
 
@@ -25,8 +27,68 @@ pub(crate) struct Edge {
     pub(crate) alt_svc: Option<HeaderValue>,
 }
 
-/// Marks a request finished however its future ends (completion, error, drop).
+/// Marks a request finished however it ends (its response body sent or
+/// dropped, an error, the connection closed): a request counts as in flight
+/// until the last byte of its response, so a quiet stream (server-sent
+/// events) is never taken for an idle connection.
 struct InFlight(Arc<Activity>);
+
+pin_project_lite::pin_project! {
+    /// A response body as it is sent: it holds its request in flight, and on
+    /// HTTP/2 keeps the clock `send_timeout` reads (see [`SendClock`]).
+    pub(crate) struct Sending<B> {
+        #[pin]
+        body: B,
+        // Dropped with the body: hyper drops it once sent, or on failure.
+        in_flight: InFlight,
+        clock: Option<Arc<SendClock>>,
+    }
+}
+
+impl<B: Emptiable> Emptiable for Sending<B> {
+    fn exact_size(&self) -> Option<u64> {
+        self.body.exact_size()
+    }
+
+    fn emptied(self) -> Self {
+        Sending {
+            body: self.body.emptied(),
+            ..self
+        }
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for Sending<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let Some(clock) = this.clock.as_ref() else {
+            return this.body.poll_frame(cx);
+        };
+        clock.asked();
+        let polled = this.body.poll_frame(cx);
+        if let Poll::Ready(Some(Ok(_))) = &polled {
+            clock.handed();
+        }
+        polled
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    #[inline]
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -41,20 +103,26 @@ impl Edge {
         &self,
         service: S,
         request: Request<Incoming>,
-    ) -> Result<Response<Either<B, Body>>, Infallible>
+    ) -> Result<Response<Sending<Either<B, Body>>>, Infallible>
     where
         B: http_body::Body,
         S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send,
     {
-        self.activity
-            .request_started(request.version() == Version::HTTP_2);
-        let _in_flight = InFlight(self.activity.clone());
+        let multiplexed = request.version() == Version::HTTP_2;
+        self.activity.request_started(multiplexed);
+        let in_flight = InFlight(self.activity.clone());
+        // One `map` of the response: it is a large value to move.
+        let sending = |body| Sending {
+            body,
+            clock: multiplexed.then(|| self.activity.send_clock()),
+            in_flight,
+        };
 
         let head = request.method() == Method::HEAD;
         if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
-            let response = reject(StatusCode::PAYLOAD_TOO_LARGE, request.version());
+            let response = reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()).map(sending);
             return Ok(without_forbidden_body(response, head).0);
         }
 
@@ -64,9 +132,9 @@ impl Edge {
 
         let call = service.oneshot(request);
         let mut response = match AssertUnwindSafe(call).catch_unwind().await {
-            Ok(Ok(response)) => response.map(Either::Left),
-            Ok(Err(error)) => failed(error.into()),
-            Err(_panic) => panicked(),
+            Ok(Ok(response)) => response.map(|body| sending(Either::Left(body))),
+            Ok(Err(error)) => failed(error.into()).map(sending),
+            Err(_panic) => panicked().map(sending),
         };
         if let Some(alt_svc) = &self.alt_svc {
             response

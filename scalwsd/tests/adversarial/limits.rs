@@ -2,7 +2,8 @@
 //! `limits_from_yaml.rs` does not already prove): `max_connections` holds
 //! further clients in the backlog until a connection closes, and
 //! `h2_max_concurrent_streams` keeps a second stream from reaching the
-//! upstream while the first is open.
+//! upstream while the first is open, and the idle timeouts never cut a
+//! response that is still streaming, however quiet.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,4 +120,43 @@ async fn h2_max_concurrent_streams_holds_the_second_stream() {
     let fast = read_whole(fast.await.unwrap().unwrap()).await;
     assert_eq!((slow.status, fast.status), (200, 200));
     assert_eq!(fast_hits.load(Ordering::SeqCst), before + 1);
+}
+
+/// A response that streams, then says nothing for longer than
+/// `keepalive_timeout` and `header_read_timeout` together (server-sent
+/// events between two events): the connection is busy, not idle, and the
+/// client gets the rest. Before, the request stopped counting at its
+/// response head and such a stream was cut.
+#[tokio::test]
+async fn a_quiet_streaming_response_is_not_idle() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        // One connection per client protocol; bounded.
+        for _ in 0..2 {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n";
+                let _ = stream.write_all(head.as_bytes()).await;
+                tokio::time::sleep(Duration::from_millis(2500)).await;
+                let _ = stream.write_all(b"4\r\nlast\r\n0\r\n\r\n").await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(
+        &config("keepalive_timeout: 1s, header_read_timeout: 1s", upstream),
+        dir.path(),
+    );
+    let addr = running.addr("http");
+    for proto in [test_support::Proto::Http1, test_support::Proto::H2c] {
+        let client = test_support::TestClient::new(proto);
+        let reply = client.get(addr, "a.test", "/events").await;
+        assert_eq!(reply.status, 200, "{proto:?}");
+        assert_eq!(reply.text(), "firstlast", "{proto:?}");
+    }
 }
