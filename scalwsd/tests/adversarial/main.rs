@@ -9,6 +9,8 @@ mod support;
 
 mod client_faults;
 mod framing;
+mod h2_frames;
+mod h2raw;
 mod hosts;
 mod limits;
 mod poisoning;

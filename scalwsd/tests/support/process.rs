@@ -24,6 +24,34 @@ pub fn free_addrs<const N: usize>() -> [SocketAddr; N] {
     std::array::from_fn(|i| held[i].local_addr().unwrap())
 }
 
+/// What a process holds and has spent.
+#[derive(Clone, Copy, Debug)]
+pub struct Usage {
+    /// Resident memory, KiB (`VmRSS`).
+    pub rss_kib: u64,
+    /// User and system CPU time since it started.
+    pub cpu: Duration,
+}
+
+impl Usage {
+    /// Asserts that from `self` to `after` the process grew by less than
+    /// `rss_mib` MiB and spent less than `cpu` of CPU time: bounds, not speed
+    /// (a flood that leaks or spins blows far past them).
+    pub fn assert_bounded(&self, after: Usage, rss_mib: u64, cpu: Duration, what: &str) {
+        let grown = after.rss_kib.saturating_sub(self.rss_kib);
+        let spent = after.cpu.saturating_sub(self.cpu);
+        eprintln!(
+            "{what}: RSS {} -> {} KiB (+{grown}), CPU {spent:?}",
+            self.rss_kib, after.rss_kib
+        );
+        assert!(
+            grown < rss_mib * 1024,
+            "{what}: resident memory grew by {grown} KiB"
+        );
+        assert!(spent < cpu, "{what}: spent {spent:?} of CPU");
+    }
+}
+
 /// A `scalwsd` process serving a file in its own tempdir, its stderr in
 /// `stderr.log` there. Killed (SIGKILL) when dropped; a failing test prints
 /// its logs.
@@ -148,6 +176,29 @@ impl Scalwsd {
             .status()
             .unwrap();
         assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Its resident memory and CPU time now, from `/proc`.
+    pub fn usage(&self) -> Usage {
+        let pid = self.child.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let rss_kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status");
+        // Fields after the command's closing parenthesis: state is the
+        // third field of the line, utime the 14th, stime the 15th.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Usage {
+            rss_kib,
+            // USER_HZ is 100 on Linux.
+            cpu: Duration::from_millis(ticks * 10),
+        }
     }
 
     /// The exit status, if the process exits before `deadline`.
