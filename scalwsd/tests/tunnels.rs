@@ -1,6 +1,8 @@
 //! WebSocket tunnels through the proxy are connections like the others: they
 //! hold their place in `max_connections`, close when idle past
 //! `tunnel_idle_timeout`, and a drain waits for them until `drain_timeout`.
+//! From HTTP/2 clients (RFC 8441 extended CONNECT) each is a stream, with
+//! the same idle limit and drain.
 //! Real sockets on 127.0.0.1, a real WebSocket echo upstream.
 #![allow(clippy::unwrap_used)]
 
@@ -9,11 +11,17 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use http::{Request, Response};
+use http_body_util::Empty;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use scalws_core::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -160,4 +168,163 @@ async fn a_drain_waits_for_a_tunnel_then_closes_it() {
         .expect("shutdown within drain_timeout and a margin")
         .unwrap();
     closed(&mut ws).await;
+}
+
+// === WebSocket from HTTP/2 clients (RFC 8441) ===
+
+type H2Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+type H2Sender = hyper::client::conn::http2::SendRequest<Empty<Bytes>>;
+
+/// An HTTP/2 connection (prior knowledge) to `addr`.
+async fn h2(addr: SocketAddr) -> H2Sender {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+/// An extended CONNECT for `protocol` on `sender`. The client may send one
+/// only once the server's SETTINGS (with ENABLE_CONNECT_PROTOCOL) arrived:
+/// retried until then, for at most 2 s.
+async fn extended_connect(sender: &mut H2Sender, protocol: &'static str) -> Response<Incoming> {
+    for _ in 0..40 {
+        let request = Request::connect("http://chat.test/socket")
+            .version(http::Version::HTTP_2)
+            .header("sec-websocket-version", "13")
+            .extension(hyper::ext::Protocol::from_static(protocol))
+            .body(Empty::new())
+            .unwrap();
+        match sender.send_request(request).await {
+            Ok(response) => return response,
+            Err(error) => {
+                assert!(error.is_user(), "{error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    panic!("the server never enabled extended CONNECT");
+}
+
+/// A WebSocket over a new HTTP/2 stream of `sender`.
+async fn open_h2(sender: &mut H2Sender) -> H2Ws {
+    let response = extended_connect(sender, "websocket").await;
+    assert_eq!(response.status(), 200, "RFC 8441 5: 200, not 101");
+    assert!(!response.headers().contains_key("sec-websocket-accept"));
+    let upgraded = hyper::upgrade::on(response).await.unwrap();
+    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await
+}
+
+async fn echo_h2(ws: &mut H2Ws, text: &str) {
+    ws.send(Message::text(text)).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .expect("an echo within 5 s")
+        .expect("the tunnel is open")
+        .unwrap();
+    assert_eq!(answer, Message::text(text));
+}
+
+async fn closed_h2(ws: &mut H2Ws) {
+    let end = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .expect("the tunnel is closed within 5 s");
+    match end {
+        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {}
+        Some(Ok(other)) => panic!("unexpected message {other:?}"),
+    }
+}
+
+/// Two WebSockets on one HTTP/2 connection, each its own stream, tunnelled
+/// to an HTTP/1.1 WebSocket server as ordinary upgrades. A quiet tunnel
+/// keeps its connection busy past keepalive_timeout and header_read_timeout
+/// (the connection is not idle while a stream tunnels), and is closed at
+/// tunnel_idle_timeout like an HTTP/1.1 one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_over_http2_streams() {
+    let upstream = test_support::upstream::websocket_echo().await;
+    let dir = tempfile::tempdir().unwrap();
+    let limits = "keepalive_timeout: 1s, header_read_timeout: 1s, tunnel_idle_timeout: 4s";
+    let running = support::start(&yaml(limits, upstream), dir.path());
+    let mut sender = h2(running.addr("http")).await;
+    let mut one = open_h2(&mut sender).await;
+    let mut two = open_h2(&mut sender).await;
+    echo_h2(&mut one, "one").await;
+    echo_h2(&mut two, "two").await;
+    // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    echo_h2(&mut one, "after a quiet while").await;
+    two.close(None).await.unwrap();
+    closed_h2(&mut two).await;
+    echo_h2(&mut one, "the other closed").await;
+    // Then silence: closed by the proxy at tunnel_idle_timeout.
+    closed_h2(&mut one).await;
+}
+
+/// A drain waits for an HTTP/2 stream's tunnel, then closes it at
+/// `drain_timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_waits_for_an_http2_tunnel_then_closes_it() {
+    let upstream = test_support::upstream::websocket_echo().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = scalwsd::config::load(
+        "test.yaml",
+        &yaml("drain_timeout: 1s", upstream),
+        dir.path(),
+    )
+    .unwrap();
+    let server = Server::bind(&config.listeners, config.limits).unwrap();
+    let addr = server.local_addrs()[0].1;
+    let running = server.start(config.gateway);
+    let mut sender = h2(addr).await;
+    let mut ws = open_h2(&mut sender).await;
+    echo_h2(&mut ws, "before").await;
+    let shutdown = tokio::spawn(running.shutdown());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!shutdown.is_finished(), "the drain waits for the tunnel");
+    echo_h2(&mut ws, "during the drain").await;
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .expect("shutdown within drain_timeout and a margin")
+        .unwrap();
+    closed_h2(&mut ws).await;
+}
+
+/// An upstream that answers `101` with the wrong `Sec-WebSocket-Accept` is
+/// not a WebSocket server that read our key: 502, no tunnel. A `:protocol`
+/// other than `websocket` is 501, and never forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_websocket_needs_the_upstreams_accept() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let heads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRrK+xOo=\r\n\r\n")
+                    .await;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let running = support::start(&yaml("", upstream), dir.path());
+    let mut sender = h2(running.addr("http")).await;
+    let response = extended_connect(&mut sender, "websocket").await;
+    assert_eq!(response.status(), 502);
+    assert_eq!(heads.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let response = extended_connect(&mut sender, "webtransport").await;
+    assert_eq!(response.status(), 501);
+    assert_eq!(
+        heads.load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "forwarded"
+    );
 }

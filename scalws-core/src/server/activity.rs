@@ -135,6 +135,12 @@ impl Activity {
         }
     }
 
+    /// A tunnel opened from this connection: in flight like a request
+    /// until it ends ([`request_finished`](Self::request_finished)).
+    pub(crate) fn tunnel_opened(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn request_finished(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.last_io.store(now_ms(), Ordering::Relaxed);

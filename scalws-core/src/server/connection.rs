@@ -116,6 +116,7 @@ where
                 tasks: acceptor.connections.clone(),
                 phase: acceptor.phase.clone(),
                 idle_timeout: state.limits.tunnel_idle_timeout,
+                activity: activity.clone(),
             });
         let service = acceptor.service.clone();
         let edge = Edge {
@@ -253,6 +254,8 @@ fn protocol_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.h2_max_concurrent_streams.get())
+        // RFC 8441: WebSocket over HTTP/2 streams (see `websocket`).
+        .enable_connect_protocol()
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
     builder
 }

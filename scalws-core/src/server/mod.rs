@@ -28,6 +28,7 @@ mod listener;
 mod running;
 mod stats;
 mod tunnel;
+mod websocket;
 
 use std::future::Future;
 use std::net::SocketAddr;

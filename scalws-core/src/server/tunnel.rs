@@ -30,6 +30,18 @@ pub(crate) struct TunnelHost {
     pub(super) tasks: TaskTracker,
     pub(super) phase: watch::Receiver<Phase>,
     pub(super) idle_timeout: Duration,
+    /// The client connection's: an HTTP/2 stream's tunnel lives inside
+    /// that connection, which is busy, not idle, while the tunnel is open.
+    pub(super) activity: Arc<Activity>,
+}
+
+/// A tunnel counted as a request in flight on its client's connection.
+struct Open(Arc<Activity>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.request_finished();
+    }
 }
 
 /// Waits for both sides to finish upgrading, then copies bytes both ways until
@@ -43,13 +55,18 @@ pub(crate) struct TunnelHost {
 pub fn spawn_tunnel(conn: Option<&ConnInfo>, client: OnUpgrade, upstream: OnUpgrade) {
     match conn.and_then(ConnInfo::tunnel_host) {
         Some(host) => {
+            host.activity.tunnel_opened();
+            let open = Open(host.activity.clone());
             let run = run(
                 client,
                 upstream,
                 host.idle_timeout,
                 Some(host.phase.clone()),
             );
-            host.tasks.spawn(run);
+            host.tasks.spawn(async move {
+                run.await;
+                drop(open);
+            });
         }
         None => {
             let idle_timeout = Limits::default().tunnel_idle_timeout;
