@@ -260,6 +260,12 @@ async fn try_quic_connect(
     endpoint.connect(addr, sni).unwrap().await
 }
 
+/// A QUIC connection offering ALPN `h3` to `addr` with SNI `sni`, trusting
+/// `ca`: for tests that write HTTP/3 frames by hand.
+pub async fn quic_connection(ca: &TestCa, addr: SocketAddr, sni: &str) -> quinn::Connection {
+    quic_connect(ca.client_config(&[b"h3"]), addr, sni).await
+}
+
 /// The certificate an HTTP/3 (QUIC) server at `addr` presents for `sni`:
 /// a QUIC handshake only, with any certificate accepted.
 pub async fn h3_peer_certificate(addr: SocketAddr, sni: &str) -> CertificateDer<'static> {

@@ -8,15 +8,19 @@
 mod support;
 
 mod client_faults;
+mod floods;
 mod framing;
+mod fuzz_corpora;
 mod h2_frames;
 mod h2raw;
+mod h3_frames;
 mod hosts;
 mod limits;
 mod poisoning;
 mod slow_clients;
 mod smuggling;
 mod tls;
+mod traversal;
 mod upgrades;
 
 use std::net::SocketAddr;
