@@ -229,7 +229,7 @@ impl Connection {
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
         let io = TokioIo::new(io);
         let edge = Arc::new(edge);
-        let service = hyper::service::service_fn(move |request| {
+        let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
             let edge = edge.clone();
             let service = service.clone();
             async move { edge.handle(service, request).await }

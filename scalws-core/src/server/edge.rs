@@ -15,7 +15,7 @@ use tower::{Service, ServiceExt};
 
 use super::activity::{Activity, SendClock};
 use super::bodiless::{Emptiable, without_forbidden_body};
-use super::websocket::{self, Connect};
+use super::websocket;
 use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
 
@@ -128,17 +128,12 @@ impl Edge {
         }
 
         let (mut parts, body) = request.into_parts();
-        let websocket = match multiplexed && parts.method == Method::CONNECT {
-            false => None,
-            true => match websocket::from_extended_connect(&mut parts) {
-                Connect::Plain => None,
-                Connect::WebSocket(key) => Some(key),
-                Connect::Unsupported => {
-                    let response = reject(StatusCode::NOT_IMPLEMENTED, parts.version);
-                    return Ok(response.map(sending));
-                }
-            },
-        };
+        // An HTTP/2 WebSocket (RFC 8441) goes on as an HTTP/1.1 upgrade.
+        let connect = multiplexed && parts.method == Method::CONNECT;
+        if connect && !websocket::from_extended_connect(&mut parts) {
+            let response = reject(StatusCode::NOT_IMPLEMENTED, parts.version);
+            return Ok(response.map(sending));
+        }
         parts.extensions.insert(self.conn.clone());
         let request = Request::from_parts(parts, Body::incoming(body, self.max_request_body));
 
@@ -154,8 +149,8 @@ impl Edge {
                 .entry(header::ALT_SVC)
                 .or_insert_with(|| alt_svc.clone());
         }
-        if let Some(key) = &websocket {
-            websocket::to_extended_connect(&mut response, key);
+        if connect {
+            websocket::to_extended_connect(&mut response);
         }
         Ok(without_forbidden_body(response, head).0)
     }

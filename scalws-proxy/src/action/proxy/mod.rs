@@ -20,6 +20,7 @@
 //!    extensions.
 
 mod headers;
+mod websocket;
 
 use std::task::{Context, Poll};
 
@@ -230,12 +231,17 @@ async fn forward(
     let scheme = conn.map_or("http", |c| c.scheme().as_str());
 
     let upgrade = headers::requested_upgrade(&parts.headers);
-    // The client's side of a tunnel, and its connection, which the tunnel counts as.
+    // The client's side of a tunnel, its connection (which the tunnel counts
+    // as) and, for an HTTP/2 client's WebSocket, the key the edge made up.
     let client_upgrade = match upgrade {
         Some(_) => parts
             .extensions
             .remove::<hyper::upgrade::OnUpgrade>()
-            .map(|side| (side, parts.extensions.get::<ConnInfo>().cloned())),
+            .map(|side| Tunnel {
+                client: side,
+                conn: parts.extensions.get::<ConnInfo>().cloned(),
+                key: websocket::key_to_check(&parts),
+            }),
         None => None,
     };
 
@@ -300,15 +306,27 @@ fn failed_layered(error: &BoxError) -> Response<Body> {
     failed(error.as_ref(), status)
 }
 
+/// The client's side of an upgrade the proxy may tunnel.
+struct Tunnel {
+    client: hyper::upgrade::OnUpgrade,
+    conn: Option<ConnInfo>,
+    /// The `Sec-WebSocket-Key` sent for an HTTP/2 client (RFC 8441), which
+    /// never saw it: the proxy checks the upstream's accept itself.
+    key: Option<HeaderValue>,
+}
+
 /// `101` from the upstream: tunnel if the client asked for this upgrade.
-fn switching(
-    mut parts: http::response::Parts,
-    client: Option<(hyper::upgrade::OnUpgrade, Option<ConnInfo>)>,
-) -> Response<Body> {
+fn switching(mut parts: http::response::Parts, client: Option<Tunnel>) -> Response<Body> {
     let upstream = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     match (client, upstream) {
-        (Some((client, conn)), Some(upstream)) => {
-            scalws_core::spawn_tunnel(conn.as_ref(), client, upstream);
+        (Some(tunnel), Some(_)) if !websocket::accepted(tunnel.key.as_ref(), &parts.headers) => {
+            tracing::warn!(
+                "upstream's Sec-WebSocket-Accept does not match the key sent; answered 502"
+            );
+            error_response(StatusCode::BAD_GATEWAY)
+        }
+        (Some(tunnel), Some(upstream)) => {
+            scalws_core::spawn_tunnel(tunnel.conn.as_ref(), tunnel.client, upstream);
             Response::from_parts(parts, Body::empty())
         }
         _ => {
