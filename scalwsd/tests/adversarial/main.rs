@@ -22,6 +22,7 @@ mod smuggling;
 mod tls;
 mod traversal;
 mod upgrades;
+mod upstream_faults;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
