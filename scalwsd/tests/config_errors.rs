@@ -136,6 +136,17 @@ fn bad_pattern() {
         errors(&yaml),
         "bad.yaml:8:35: applications[0].routes[0].match.path.pattern: invalid route path \"/users/{id\": Parameters must be registered with a valid name"
     );
+    // 30 parameters once made the loader panic (in matchit); now an error.
+    let many: String = (0..30).map(|i| format!("/{{p{i}}}")).collect();
+    let yaml = with_app(&format!(
+        "  - name: a\n    domains: [x.com]\n    routes:\n      - match: {{ path: {{ pattern: \"{many}\" }} }}\n        respond: {{ body: hi }}\n"
+    ));
+    assert_eq!(
+        errors(&yaml),
+        format!(
+            "bad.yaml:8:35: applications[0].routes[0].match.path.pattern: invalid route path \"{many}\": more than 16 parameters in one pattern"
+        )
+    );
 }
 
 #[test]

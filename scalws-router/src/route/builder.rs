@@ -2,10 +2,13 @@
 
 use crate::path::{BadPath, normalize_path};
 
-use super::matcher::{PathMatcher, Route, literal_len};
+use super::matcher::{PathMatcher, Route, literal_len, parameters};
 use super::prefix::PrefixIndex;
 use super::spec::{PathMatch, RouteSpec};
 use super::table::RouteTable;
+
+/// The most parameters one `pattern` may have.
+const MAX_PARAMETERS: usize = 16;
 
 /// Collects an application's routes in file order.
 #[derive(Debug)]
@@ -56,6 +59,12 @@ impl<T> RouteTableBuilder<T> {
                 PathMatcher::Prefix(if trimmed.is_empty() { "/" } else { trimmed }.into())
             }
             PathMatch::Pattern(pattern) => {
+                // matchit panics past 25 (found by fuzzing); far fewer is plenty.
+                if parameters(pattern) > MAX_PARAMETERS {
+                    return Err(invalid(format!(
+                        "more than {MAX_PARAMETERS} parameters in one pattern"
+                    )));
+                }
                 let mut router = matchit::Router::new();
                 router
                     .insert(pattern.as_str(), ())

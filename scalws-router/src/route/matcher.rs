@@ -112,6 +112,20 @@ pub(super) fn prefix_matches(prefix: &str, path: &str) -> bool {
 
 /// The number of literal bytes in a matchit pattern: `{{` and `}}` count one,
 /// `{param}` and `{*rest}` none.
+/// The parameters of a pattern: each `{name}` or `{*name}` (`{{` is a literal brace).
+pub(super) fn parameters(pattern: &str) -> usize {
+    let bytes = pattern.as_bytes();
+    let (mut count, mut i) = (0, 0);
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'{', Some(b'{')) | (b'}', Some(b'}')) => i += 2,
+            (b'{', _) => (count, i) = (count + 1, i + 1),
+            _ => i += 1,
+        }
+    }
+    count
+}
+
 pub(super) fn literal_len(pattern: &str) -> usize {
     let bytes = pattern.as_bytes();
     let (mut count, mut i) = (0, 0);

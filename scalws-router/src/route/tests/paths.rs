@@ -107,6 +107,26 @@ fn invalid_routes_are_rejected_with_a_reason() {
         reason(PathMatch::Pattern("/{a}-{b}".into()), None),
         "invalid route path \"/{a}-{b}\": Only one parameter is allowed per path segment"
     );
+    // Past 25 parameters matchit panics (found by the `routes` fuzz target):
+    // refused first, with a limit of 16.
+    let many: String = (0..30).map(|i| format!("/{{p{i}}}")).collect();
+    assert_eq!(
+        reason(PathMatch::Pattern(many.clone()), None),
+        format!("invalid route path \"{many}\": more than 16 parameters in one pattern")
+    );
+    let sixteen: String = (0..16).map(|i| format!("/{{p{i}}}")).collect();
+    assert!(
+        RouteTableBuilder::<()>::new()
+            .route(RouteSpec::pattern(sixteen, ()))
+            .is_ok()
+    );
+    // Escaped braces are not parameters.
+    let braces: String = (0..20).map(|i| format!("/{{{{x{i}}}}}")).collect();
+    assert!(
+        RouteTableBuilder::<()>::new()
+            .route(RouteSpec::pattern(braces, ()))
+            .is_ok()
+    );
     assert_eq!(
         reason(PathMatch::Exact("/a".into()), Some(vec![])),
         "invalid route path \"/a\": methods must not be empty"
