@@ -262,9 +262,8 @@ async fn sni_chooses_the_certificate_and_the_first_is_the_default() {
 async fn an_unknown_name_gets_the_default_when_told() {
     let dir = scratch_dir();
     let (a, b) = two_certs(&dir);
-    let certs = TlsCertificates::load(&[a.files.clone(), b.files.clone()])
-        .unwrap()
-        .unknown_server_name(UnknownServerName::ServeDefault);
+    let certs = TlsCertificates::load(&[a.files.clone(), b.files.clone()]).unwrap();
+    certs.set_unknown_server_name(UnknownServerName::ServeDefault);
     let server = start(certs.clone(), Limits::default());
     assert!(Client::sni("unknown.test").peer_cert(server.addr).await == a.der);
     assert!(Client::sni("b.test").peer_cert(server.addr).await == b.der);
@@ -272,7 +271,7 @@ async fn an_unknown_name_gets_the_default_when_told() {
     certs.reload(&[b.files.clone(), a.files.clone()]).unwrap();
     assert!(Client::sni("unknown.test").peer_cert(server.addr).await == b.der);
     // And it can be taken back.
-    let _ = certs.clone().unknown_server_name(UnknownServerName::Refuse);
+    certs.set_unknown_server_name(UnknownServerName::Refuse);
     assert!(
         Client::sni("unknown.test")
             .try_connect(server.addr)

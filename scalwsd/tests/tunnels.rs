@@ -228,9 +228,9 @@ async fn echo_h2(ws: &mut H2Ws, text: &str) {
 }
 
 async fn closed_h2(ws: &mut H2Ws) {
-    let end = tokio::time::timeout(Duration::from_secs(5), ws.next())
+    let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
         .await
-        .expect("the tunnel is closed within 5 s");
+        .expect("the tunnel is closed within 10 s");
     match end {
         None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {}
         Some(Ok(other)) => panic!("unexpected message {other:?}"),

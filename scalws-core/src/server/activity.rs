@@ -29,9 +29,14 @@ fn millis(duration: Duration) -> u64 {
 
 #[derive(Debug)]
 pub(crate) struct Activity {
-    /// Requests from their head to the end of their response body.
+    /// Requests from their head until their response head is ready.
     in_flight: AtomicUsize,
+    /// Response bodies being sent, and tunnels opened from this connection:
+    /// while any is open the connection is busy, not idle, however quiet.
+    open: AtomicUsize,
     last_io: AtomicU64,
+    /// The last write to the socket: a connection that writes is making progress.
+    last_write: AtomicU64,
     /// When the bytes of a request head that has not arrived whole began; 0 = none.
     head_started: AtomicU64,
     multiplexed: AtomicBool,
@@ -71,7 +76,8 @@ pub(crate) enum Verdict {
     /// A request head did not arrive in `header_read_timeout`: drop the connection.
     HeadTimedOut,
     /// An HTTP/2 response body has waited `send_timeout` for the client to
-    /// open its window: drop the connection.
+    /// open its window, and nothing was written meanwhile: close gracefully
+    /// (GOAWAY), then drop the connection.
     Unread,
 }
 
@@ -80,7 +86,9 @@ impl Activity {
         let now = now_ms();
         Self {
             in_flight: AtomicUsize::new(0),
+            open: AtomicUsize::new(0),
             last_io: AtomicU64::new(now),
+            last_write: AtomicU64::new(now),
             // A new connection owes us its first request head.
             head_started: AtomicU64::new(now),
             multiplexed: AtomicBool::new(false),
@@ -122,7 +130,9 @@ impl Activity {
     }
 
     pub(crate) fn on_write(&self) {
-        self.last_io.store(now_ms(), Ordering::Relaxed);
+        let now = now_ms();
+        self.last_io.store(now, Ordering::Relaxed);
+        self.last_write.store(now, Ordering::Relaxed);
     }
 
     /// A request head arrived; `multiplexed` for HTTP/2, where bytes between
@@ -135,10 +145,17 @@ impl Activity {
         }
     }
 
-    /// A tunnel opened from this connection: in flight like a request
-    /// until it ends ([`request_finished`](Self::request_finished)).
-    pub(crate) fn tunnel_opened(&self) {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    /// A response body (or a tunnel) starts: the connection is busy until
+    /// [`closed`](Self::closed).
+    pub(crate) fn opened(&self) {
+        self.open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A response body was sent whole or dropped, or a tunnel ended: idle
+    /// time counts from now.
+    pub(crate) fn closed(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        self.last_io.store(now_ms(), Ordering::Relaxed);
     }
 
     pub(crate) fn request_finished(&self) {
@@ -158,6 +175,31 @@ impl Activity {
         (now < deadline).then(|| later(Instant::now(), Duration::from_millis(deadline - now)))
     }
 
+    /// A busy connection: [`Verdict::Wait`] until `check`, unless it is an
+    /// HTTP/2 connection that has written nothing for `send_timeout` while a
+    /// response body has waited that long to be asked for its next frame (a
+    /// client that opens no flow-control window). A stream stalled beside
+    /// streams that move is the client's choice and is left alone.
+    fn unless_unread(
+        &self,
+        limits: &Limits,
+        now: u64,
+        check: Instant,
+        at: impl Fn(u64) -> Instant,
+    ) -> Verdict {
+        if self.multiplexed.load(Ordering::Relaxed)
+            && let Some(since) = self.oldest_send()
+        {
+            let wrote = self.last_write.load(Ordering::Relaxed);
+            let deadline = since.max(wrote).saturating_add(millis(limits.send_timeout));
+            if now >= deadline {
+                return Verdict::Unread;
+            }
+            return Verdict::Wait(check.min(at(deadline)));
+        }
+        Verdict::Wait(check)
+    }
+
     pub(crate) fn verdict(&self, limits: &Limits) -> Verdict {
         let now_instant = Instant::now();
         let now = now_ms();
@@ -167,21 +209,12 @@ impl Activity {
                 Duration::from_millis(deadline_ms.saturating_sub(now)),
             )
         };
+        let busy = later(
+            now_instant,
+            limits.keepalive_timeout.min(limits.header_read_timeout),
+        );
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            let mut check = later(
-                now_instant,
-                limits.keepalive_timeout.min(limits.header_read_timeout),
-            );
-            if self.multiplexed.load(Ordering::Relaxed)
-                && let Some(since) = self.oldest_send()
-            {
-                let deadline = since.saturating_add(millis(limits.send_timeout));
-                if now >= deadline {
-                    return Verdict::Unread;
-                }
-                check = check.min(at(deadline));
-            }
-            return Verdict::Wait(check);
+            return self.unless_unread(limits, now, busy, at);
         }
         let head = self.head_started.load(Ordering::Relaxed);
         if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
@@ -191,6 +224,9 @@ impl Activity {
             } else {
                 Verdict::Wait(at(deadline))
             };
+        }
+        if self.open.load(Ordering::Relaxed) > 0 {
+            return self.unless_unread(limits, now, busy, at);
         }
         let deadline = self
             .last_io
@@ -263,6 +299,8 @@ mod tests {
             ..limits(10_000, 10_000)
         };
         a.request_started(true);
+        a.request_finished();
+        a.opened();
         let waiting = a.send_clock();
         let asked = a.send_clock();
         asked.asked();
@@ -274,9 +312,27 @@ mod tests {
         waiting.handed();
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(a.verdict(&limits), Verdict::Unread);
+        // A write to the socket (another stream moving) is progress.
+        a.on_write();
+        assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits), Verdict::Unread);
         // A body that ended is forgotten.
         drop(waiting);
         assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
+    }
+
+    #[test]
+    fn an_open_body_keeps_the_connection_busy() {
+        let a = Activity::new();
+        a.request_started(false);
+        a.request_finished();
+        a.opened();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(a.verdict(&limits(10_000, 1)), Verdict::Wait(_)));
+        a.closed();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(a.verdict(&limits(10_000, 1)), Verdict::Idle);
     }
 
     #[test]

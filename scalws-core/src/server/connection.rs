@@ -279,10 +279,14 @@ async fn drive<C>(
                 tracing::debug!("request head not received in time; closing");
                 return;
             }
-            Verdict::Unread => {
+            Verdict::Unread if !closing => {
                 tracing::debug!("a response waited send_timeout for the client's window; closing");
-                return;
+                closing = true;
+                connection.as_mut().shutdown_gracefully();
+                super::activity::later(std::time::Instant::now(), limits.header_read_timeout)
             }
+            // GOAWAY sent a grace period ago and still stuck: drop it.
+            Verdict::Unread => return,
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();

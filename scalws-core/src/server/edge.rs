@@ -28,20 +28,35 @@ pub(crate) struct Edge {
     pub(crate) alt_svc: Option<HeaderValue>,
 }
 
-/// Marks a request finished however it ends (its response body sent or
-/// dropped, an error, the connection closed): a request counts as in flight
-/// until the last byte of its response, so a quiet stream (server-sent
-/// events) is never taken for an idle connection.
+/// Marks a request finished however its future ends (completion, error, drop).
 struct InFlight(Arc<Activity>);
 
+/// A response body being sent, however it ends: the connection is busy
+/// until the last byte of the response, so a quiet stream (server-sent
+/// events) is never taken for an idle connection.
+pub(crate) struct Open(Arc<Activity>);
+
+impl Open {
+    pub(crate) fn new(activity: &Arc<Activity>) -> Self {
+        activity.opened();
+        Self(activity.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.closed();
+    }
+}
+
 pin_project_lite::pin_project! {
-    /// A response body as it is sent: it holds its request in flight, and on
+    /// A response body as it is sent: it keeps its connection busy, and on
     /// HTTP/2 keeps the clock `send_timeout` reads (see [`SendClock`]).
     pub(crate) struct Sending<B> {
         #[pin]
         body: B,
         // Dropped with the body: hyper drops it once sent, or on failure.
-        in_flight: InFlight,
+        open: Open,
         clock: Option<Arc<SendClock>>,
     }
 }
@@ -113,12 +128,12 @@ impl Edge {
     {
         let multiplexed = request.version() == Version::HTTP_2;
         self.activity.request_started(multiplexed);
-        let in_flight = InFlight(self.activity.clone());
+        let _in_flight = InFlight(self.activity.clone());
         // One `map` of the response: it is a large value to move.
         let sending = |body| Sending {
             body,
             clock: multiplexed.then(|| self.activity.send_clock()),
-            in_flight,
+            open: Open::new(&self.activity),
         };
 
         let head = request.method() == Method::HEAD;
@@ -150,7 +165,7 @@ impl Edge {
                 .or_insert_with(|| alt_svc.clone());
         }
         if connect {
-            websocket::to_extended_connect(&mut response);
+            response = websocket::to_extended_connect(response);
         }
         Ok(without_forbidden_body(response, head).0)
     }

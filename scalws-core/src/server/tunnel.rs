@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use super::activity::Activity;
+use super::edge::Open;
 use super::io::Watched;
 use super::limits::Limits;
 use super::listener::Phase;
@@ -35,15 +36,6 @@ pub(crate) struct TunnelHost {
     pub(super) activity: Arc<Activity>,
 }
 
-/// A tunnel counted as a request in flight on its client's connection.
-struct Open(Arc<Activity>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.request_finished();
-    }
-}
-
 /// Waits for both sides to finish upgrading, then copies bytes both ways until
 /// either side closes, nothing moves for the idle limit, or the drain ends it.
 /// Runs as a task of its own so the `101` response can go back first.
@@ -55,8 +47,7 @@ impl Drop for Open {
 pub fn spawn_tunnel(conn: Option<&ConnInfo>, client: OnUpgrade, upstream: OnUpgrade) {
     match conn.and_then(ConnInfo::tunnel_host) {
         Some(host) => {
-            host.activity.tunnel_opened();
-            let open = Open(host.activity.clone());
+            let open = Open::new(&host.activity);
             let run = run(
                 client,
                 upstream,

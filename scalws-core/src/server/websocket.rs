@@ -15,6 +15,8 @@ use base64::engine::general_purpose::STANDARD;
 use http::request::Parts;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 
+use super::bodiless::Emptiable;
+
 /// Rewrites an extended CONNECT for `websocket` as an HTTP/1.1 upgrade
 /// request, in place. A CONNECT without `:protocol` is left to the routes.
 /// `false` for another `:protocol`, which is answered 501 Not Implemented.
@@ -39,22 +41,40 @@ pub(crate) fn from_extended_connect(parts: &mut Parts) -> bool {
 }
 
 /// The answer to an HTTP/2 CONNECT: the `101` that opened a tunnel becomes
-/// `200`, without the HTTP/1.1 upgrade's fields; anything else is passed on.
+/// `200`, without the HTTP/1.1 upgrade's fields. Any other 2xx did not open
+/// one (a fixed-response route, a cached page, an upstream that is no
+/// WebSocket server), and a client takes every 2xx for an open tunnel
+/// (RFC 8441 5): it becomes an empty 502. Other answers are passed on.
 #[cold]
 #[inline(never)]
-pub(crate) fn to_extended_connect<B>(response: &mut Response<B>) {
-    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-        return;
+pub(crate) fn to_extended_connect<B: Emptiable>(response: Response<B>) -> Response<B> {
+    let status = response.status();
+    if status != StatusCode::SWITCHING_PROTOCOLS && !status.is_success() {
+        return response;
     }
-    *response.status_mut() = StatusCode::OK;
-    let headers = response.headers_mut();
-    headers.remove(header::SEC_WEBSOCKET_ACCEPT);
-    headers.remove(header::UPGRADE);
-    headers.remove(header::CONNECTION);
+    let (mut parts, body) = response.into_parts();
+    for name in [
+        header::SEC_WEBSOCKET_ACCEPT,
+        header::UPGRADE,
+        header::CONNECTION,
+        header::CONTENT_LENGTH,
+        header::TRANSFER_ENCODING,
+    ] {
+        parts.headers.remove(name);
+    }
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        parts.status = StatusCode::OK;
+        return Response::from_parts(parts, body);
+    }
+    tracing::debug!(%status, "a WebSocket from an HTTP/2 client was answered without a switch; 502");
+    parts.status = StatusCode::BAD_GATEWAY;
+    parts.headers.clear();
+    Response::from_parts(parts, body.emptied())
 }
 
 /// Sixteen unpredictable bytes, base64 (RFC 6455 4.1): a nonce, not a
-/// secret; std's per-call random hasher keys are enough.
+/// secret. std's `RandomState` (a random per-thread seed, advanced at each
+/// call) is enough for that.
 fn new_key() -> HeaderValue {
     let mut bytes = [0u8; 16];
     for half in bytes.chunks_mut(8) {
@@ -102,19 +122,29 @@ mod tests {
         assert_eq!(parts.headers["sec-websocket-protocol"], "chat");
         assert!(parts.headers.contains_key("sec-websocket-key"));
 
-        let mut response = Response::new(());
+        let body =
+            || http_body_util::Either::<crate::Body, crate::Body>::Left(crate::Body::from("x"));
+        let mut response = Response::new(body());
         *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         response
             .headers_mut()
             .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-        to_extended_connect(&mut response);
+        let response = to_extended_connect(response);
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers().is_empty());
 
-        let mut refused = Response::new(());
+        let mut refused = Response::new(body());
         *refused.status_mut() = StatusCode::FORBIDDEN;
-        to_extended_connect(&mut refused);
-        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert_eq!(to_extended_connect(refused).status(), StatusCode::FORBIDDEN);
+
+        // A 200 that opened nothing: an empty 502, never a "tunnel".
+        let mut page = Response::new(body());
+        page.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from_static("1"));
+        let page = to_extended_connect(page);
+        assert_eq!(page.status(), StatusCode::BAD_GATEWAY);
+        assert!(page.headers().is_empty());
+        assert_eq!(page.body().exact_size(), Some(0));
     }
 
     #[test]

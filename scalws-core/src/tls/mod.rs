@@ -112,13 +112,23 @@ impl TlsCertificates {
     }
 
     /// What a handshake whose server name no certificate names gets, from now
-    /// on: [`UnknownServerName::Refuse`] unless set here. Kept by
+    /// on, in every clone of this store (the listeners serving it included):
+    /// [`UnknownServerName::Refuse`] unless set here. Kept by
     /// [`reload`](Self::reload), carried by [`adopt`](Self::adopt).
-    pub fn unknown_server_name(self, policy: UnknownServerName) -> Self {
+    pub fn set_unknown_server_name(&self, policy: UnknownServerName) {
         let mut set = CertificateSet::clone(&self.current.load());
         set.unknown = policy;
         self.current.store(Arc::new(set));
-        self
+    }
+
+    /// How many certificates the store holds.
+    pub fn len(&self) -> usize {
+        self.current.load().keys.len()
+    }
+
+    /// Never true: a store holds at least one certificate.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 
     /// Loads `files` and, if they all load, replaces the certificates at once

@@ -105,10 +105,11 @@ async fn an_endless_continuation_is_cut() {
     // 64 MiB at most, 4 KB a frame.
     let mut sent = 0usize;
     for _ in 0..16_384 {
-        if h2.write(&continuation).await.is_err() {
-            break;
+        // A server that stops reading without closing would block the write.
+        match tokio::time::timeout(Duration::from_secs(5), h2.write(&continuation)).await {
+            Ok(Ok(())) => sent += continuation.len(),
+            _ => break,
         }
-        sent += continuation.len();
     }
     eprintln!("CONTINUATION: {sent} bytes written");
     assert!(sent < 8 << 20, "{sent} bytes of CONTINUATION were read");
@@ -211,9 +212,11 @@ async fn ping_settings_and_empty_data_floods_are_bounded() {
 
 /// A client that opens no flow-control window (initial window 0) and asks
 /// for a large response: the server sends no DATA, buffers a bounded
-/// amount, and closes the connection once the response has waited
-/// `send_timeout` (checked at least every `header_read_timeout`), so the
-/// stream does not hold its upstream connection for ever. Before, it did.
+/// amount, and once the response has waited `send_timeout` with nothing
+/// written (checked at least every `header_read_timeout`) sends GOAWAY and
+/// closes the connection a grace period later. Before, a client that kept
+/// the connection alive (a PING now and then) held the stream, and the
+/// upstream connection behind it, for as long as it liked.
 #[tokio::test]
 async fn a_zero_window_reader_is_cut() {
     let body = vec![b'z'; 8 << 20];
@@ -236,12 +239,11 @@ async fn a_zero_window_reader_is_cut() {
         .map(|f| f.payload.len())
         .sum();
     assert_eq!(data, 0, "DATA past a zero window");
+    // GOAWAY first; then, the stream still stuck, the connection is closed.
+    let _ = h2.until(Duration::from_secs(5), |_| false).await;
     assert!(
-        h2.closed
-            || frames
-                .iter()
-                .any(|f| f.kind == GOAWAY || f.kind == RST_STREAM),
-        "a zero-window reader held its stream for 8 s: {:?}",
+        h2.closed || frames.iter().any(|f| f.stream == 1 && f.kind == RST_STREAM),
+        "a zero-window reader held its stream: {:?}",
         frames.iter().map(|f| f.kind).collect::<Vec<_>>()
     );
     before.assert_bounded(server.usage(), 64, Duration::from_secs(20), "zero window");
@@ -359,4 +361,53 @@ async fn a_body_longer_than_its_content_length_is_not_forwarded() {
     assert!(!seen.contains("smuggled"), "forwarded:\n{seen}");
     assert!(upstream.heads() <= 1, "forwarded:\n{seen}");
     h2_still_serves(http).await;
+}
+
+/// One stream with no window beside streams that move: the stalled stream
+/// is the client's choice (a paused download, a stream it reads later), and
+/// the connection is not closed while it writes for the others. Once
+/// nothing moves for `send_timeout`, it is.
+#[tokio::test]
+async fn a_stalled_stream_beside_moving_ones_keeps_the_connection() {
+    let body = vec![b'z'; 1 << 20];
+    let mut answer =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    answer.extend(body);
+    let upstream = RawUpstream::start(answer.leak()).await;
+    let (_server, http) = gateway(&upstream, "send_timeout: 1s, header_read_timeout: 1s").await;
+    let mut h2 = H2Raw::connect(http, &[(SETTINGS_INITIAL_WINDOW_SIZE, 0)]).await;
+    h2.write(&get(1, "/big", "a.test")).await.unwrap();
+    // Eight small requests, 400 ms apart: 3.2 s, past send_timeout.
+    for i in 0..8u32 {
+        let id = 3 + 2 * i;
+        let mut bytes = get(id, "/still", "ok.test");
+        bytes.extend(frame(WINDOW_UPDATE, 0, id, &1000u32.to_be_bytes()));
+        h2.write(&bytes).await.unwrap();
+        let frames = h2
+            .until(Duration::from_secs(5), |f| {
+                f.stream == id && f.kind == DATA || f.kind == GOAWAY
+            })
+            .await;
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.stream == id && f.payload == b"alive"),
+            "request {i}: {:?}",
+            frames
+                .iter()
+                .map(|f| (f.kind, f.stream))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            !frames.iter().any(|f| f.kind == GOAWAY),
+            "GOAWAY while streams moved"
+        );
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    // Then only the stalled stream: GOAWAY and the close follow.
+    let _ = h2.until(Duration::from_secs(8), |_| false).await;
+    assert!(
+        h2.closed,
+        "a connection with nothing moving but a stalled stream stayed open"
+    );
 }

@@ -13,6 +13,7 @@ pub(crate) const RST_STREAM: u8 = 3;
 pub(crate) const SETTINGS: u8 = 4;
 pub(crate) const PING: u8 = 6;
 pub(crate) const GOAWAY: u8 = 7;
+pub(crate) const WINDOW_UPDATE: u8 = 8;
 pub(crate) const CONTINUATION: u8 = 9;
 
 pub(crate) const END_STREAM: u8 = 0x1;

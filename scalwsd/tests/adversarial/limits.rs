@@ -123,9 +123,10 @@ async fn h2_max_concurrent_streams_holds_the_second_stream() {
 }
 
 /// A response that streams, then says nothing for longer than
-/// `keepalive_timeout` and `header_read_timeout` together (server-sent
-/// events between two events): the connection is busy, not idle, and the
-/// client gets the rest. Before, the request stopped counting at its
+/// `keepalive_timeout` and `header_read_timeout` together, and than
+/// `send_timeout` (server-sent events between two events): the connection
+/// is busy, not idle, the body waits on its upstream and not on the client,
+/// and the client gets the rest. Before, the request stopped counting at its
 /// response head and such a stream was cut.
 #[tokio::test]
 async fn a_quiet_streaming_response_is_not_idle() {
@@ -149,7 +150,10 @@ async fn a_quiet_streaming_response_is_not_idle() {
     });
     let dir = tempfile::tempdir().unwrap();
     let running = support::start(
-        &config("keepalive_timeout: 1s, header_read_timeout: 1s", upstream),
+        &config(
+            "keepalive_timeout: 1s, header_read_timeout: 1s, send_timeout: 1s",
+            upstream,
+        ),
         dir.path(),
     );
     let addr = running.addr("http");

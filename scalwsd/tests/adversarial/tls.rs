@@ -90,9 +90,11 @@ applications:
     assert_eq!(again.reply.status, 200, "still serves");
 }
 
-/// The listener's default certificate is one tenant's: a client naming
-/// another host (a scanner guessing names) must not be shown it, since it
-/// names that tenant's domains. `unknown_sni: default` serves it on purpose.
+/// With several certificates the listener's default is one tenant's: a
+/// client naming another host (a scanner guessing names) must not be shown
+/// it, since it names that tenant's domains. `unknown_sni: default` serves
+/// it on purpose; a listener with one certificate serves it unless told
+/// `unknown_sni: refuse`.
 #[tokio::test]
 async fn an_unknown_name_is_shown_no_tenants_certificate() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,4 +132,24 @@ applications:
     let (tcp, quic) = (serving.addr("tls"), serving.addr("quic"));
     assert!(tls_handshake(tcp, "c.test").await.unwrap() == a);
     assert!(h3_handshake(quic, "c.test").await.unwrap() == a);
+    drop(serving);
+
+    // One certificate: no other site to hide, so by default it serves every
+    // name (a test with `curl -k` and another name keeps working); `refuse` says otherwise.
+    let single = |unknown: &str| {
+        format!(
+            r#"
+listeners:
+  - {{ name: tls, address: "127.0.0.1:0", protocol: https, tls: {{ certificates: [ {{ cert: a.pem, key: a.key }} ], {unknown} }} }}
+applications:
+  - {{ name: a, domains: ["*"], routes: [{{ path: /, respond: {{ body: a }} }}] }}
+"#
+        )
+    };
+    let one = support::start(&single(""), dir.path());
+    assert!(tls_handshake(one.addr("tls"), "c.test").await.unwrap() == a);
+    drop(one);
+    let strict = support::start(&single("unknown_sni: refuse"), dir.path());
+    assert!(tls_handshake(strict.addr("tls"), "c.test").await.is_err());
+    assert!(tls_handshake(strict.addr("tls"), "a.test").await.unwrap() == a);
 }

@@ -165,7 +165,10 @@ impl Compiler<'_> {
             })
             .collect();
         let unknown = match tls.value.unknown_sni.as_ref() {
-            None => UnknownServerName::Refuse,
+            // Refused where the first certificate is one of several sites';
+            // a listener with one certificate serves it to every name.
+            None if files.len() > 1 => UnknownServerName::Refuse,
+            None => UnknownServerName::ServeDefault,
             Some(value) => match value.value.as_str() {
                 "refuse" => UnknownServerName::Refuse,
                 "default" => UnknownServerName::ServeDefault,
@@ -195,7 +198,7 @@ impl Compiler<'_> {
         let inputs = self.inputs;
         match TlsCertificates::load_with(&files, &|path| inputs.read(path)) {
             Ok(loaded) => {
-                let loaded = loaded.unknown_server_name(unknown);
+                loaded.set_unknown_server_name(unknown);
                 if !seen {
                     self.warnings.extend(loaded.warnings());
                 }
