@@ -151,6 +151,13 @@ impl Activity {
         self.open.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A request's response head is ready: the request is no longer in
+    /// flight, its body is open (idle time starts when the body ends).
+    pub(crate) fn response_ready(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.open.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A response body was sent whole or dropped, or a tunnel ended: idle
     /// time counts from now.
     pub(crate) fn closed(&self) {

@@ -28,8 +28,20 @@ pub(crate) struct Edge {
     pub(crate) alt_svc: Option<HeaderValue>,
 }
 
-/// Marks a request finished however its future ends (completion, error, drop).
-struct InFlight(Arc<Activity>);
+/// Marks a request finished however its future ends before its response
+/// head (an error, a drop); at the head it becomes the body's [`Open`].
+struct InFlight<'a>(&'a Arc<Activity>);
+
+impl InFlight<'_> {
+    /// The response head is ready: the request's count passes to its body.
+    fn into_open(self) -> Open {
+        let activity = self.0.clone();
+        // Its drop would count the request finished a second time.
+        std::mem::forget(self);
+        activity.response_ready();
+        Open(activity)
+    }
+}
 
 /// A response body being sent, however it ends: the connection is busy
 /// until the last byte of the response, so a quiet stream (server-sent
@@ -106,7 +118,7 @@ impl<B: http_body::Body> http_body::Body for Sending<B> {
     }
 }
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.request_finished();
     }
@@ -128,12 +140,12 @@ impl Edge {
     {
         let multiplexed = request.version() == Version::HTTP_2;
         self.activity.request_started(multiplexed);
-        let _in_flight = InFlight(self.activity.clone());
+        let in_flight = InFlight(&self.activity);
         // One `map` of the response: it is a large value to move.
         let sending = |body| Sending {
             body,
             clock: multiplexed.then(|| self.activity.send_clock()),
-            open: Open::new(&self.activity),
+            open: in_flight.into_open(),
         };
 
         let head = request.method() == Method::HEAD;
