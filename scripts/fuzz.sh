@@ -8,9 +8,10 @@
 # Needs the nightly toolchain (`rustup toolchain install nightly`); installs
 # cargo-fuzz if it is missing. Each target reads its corpus
 # (scalwsd/fuzz/corpus/NAME, kept in the repository) and the seeds written
-# by hand (scalwsd/fuzz/seeds/NAME); what it finds new goes to the corpus,
-# a failing input to scalwsd/fuzz/artifacts/NAME/. Once fixed, copy that
-# input to scalwsd/fuzz/regressions/NAME/: `cargo test` replays corpus and
+# by hand (scalwsd/fuzz/seeds/NAME) and the inputs that once failed
+# (scalwsd/fuzz/regressions/NAME); what it finds new goes to the corpus, a
+# failing input to scalwsd/fuzz/artifacts/NAME/. Once fixed, copy that input
+# to scalwsd/fuzz/regressions/NAME/: `cargo test` replays seeds, corpus and
 # regressions through the same code (scalwsd/tests/adversarial/fuzz_corpora.rs).
 #
 # Prints, per target: executions, executions per second, coverage (libFuzzer's
@@ -37,7 +38,8 @@ for target in "${TARGETS[@]}"; do
     mkdir -p "fuzz/corpus/$target" "fuzz/seeds/$target"
     log="fuzz/logs/$target.log"
     result=ok
-    cargo +nightly fuzz run -O "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+    mkdir -p "fuzz/regressions/$target"
+    cargo +nightly fuzz run -O "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" "fuzz/regressions/$target" -- \
         -max_total_time="$DURATION" -rss_limit_mb="$RSS_MB" -timeout=10 \
         -max_len=8192 -print_final_stats=1 >"$log" 2>&1 || result="FAILED (see $log and fuzz/artifacts/$target)"
     last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
@@ -46,7 +48,16 @@ for target in "${TARGETS[@]}"; do
     runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -1)
     rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -1)
     rss=$(sed -nE 's/^stat::peak_rss_mb: *([0-9]+)/\1/p' "$log" | tail -1)
-    cargo +nightly fuzz cmin -O "$target" "fuzz/corpus/$target" >>"$log" 2>&1 || true
+    # Minimised by edges (-use_counters=0): libFuzzer's own merge keeps an
+    # input for every new hit count too, three times as many files.
+    merged=$(mktemp -d)
+    if "fuzz/target/x86_64-unknown-linux-gnu/release/$target" -merge=1 -use_counters=0 \
+        -rss_limit_mb=4096 "$merged" "fuzz/corpus/$target" >>"$log" 2>&1; then
+        rm -rf "fuzz/corpus/$target"
+        mv "$merged" "fuzz/corpus/$target"
+    else
+        rm -rf "$merged"
+    fi
     corpus=$(find "fuzz/corpus/$target" -type f | wc -l)
     printf '%-8s %12s %10s %6s %7s %7s %8s  %s\n' "$target" "${runs:-?}" "${rate:-?}" \
         "${cov:-?}" "${ft:-?}" "$corpus" "${rss:-?}" "$result"
