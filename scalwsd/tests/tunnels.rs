@@ -18,7 +18,7 @@ use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use scalws_core::Server;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::Role;
@@ -49,7 +49,7 @@ async fn open(addr: SocketAddr) -> Ws {
     ws
 }
 
-async fn echo(ws: &mut Ws, text: &str) {
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut WebSocketStream<S>, text: &str) {
     ws.send(Message::text(text)).await.unwrap();
     let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
         .await
@@ -59,11 +59,11 @@ async fn echo(ws: &mut Ws, text: &str) {
     assert_eq!(answer, Message::text(text));
 }
 
-/// Waits (at most 5 s) for the tunnel to end: end of stream or an error.
-async fn closed(ws: &mut Ws) {
-    let end = tokio::time::timeout(Duration::from_secs(5), ws.next())
+/// Waits (at most 10 s) for the tunnel to end: end of stream or an error.
+async fn closed<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut WebSocketStream<S>) {
+    let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
         .await
-        .expect("the tunnel is closed within 5 s");
+        .expect("the tunnel is closed within 10 s");
     match end {
         None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {}
         Some(Ok(other)) => panic!("unexpected message {other:?}"),
@@ -217,26 +217,6 @@ async fn open_h2(sender: &mut H2Sender) -> H2Ws {
     WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await
 }
 
-async fn echo_h2(ws: &mut H2Ws, text: &str) {
-    ws.send(Message::text(text)).await.unwrap();
-    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
-        .await
-        .expect("an echo within 5 s")
-        .expect("the tunnel is open")
-        .unwrap();
-    assert_eq!(answer, Message::text(text));
-}
-
-async fn closed_h2(ws: &mut H2Ws) {
-    let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
-        .await
-        .expect("the tunnel is closed within 10 s");
-    match end {
-        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {}
-        Some(Ok(other)) => panic!("unexpected message {other:?}"),
-    }
-}
-
 /// Two WebSockets on one HTTP/2 connection, each its own stream, tunnelled
 /// to an HTTP/1.1 WebSocket server as ordinary upgrades. A quiet tunnel
 /// keeps its connection busy past keepalive_timeout and header_read_timeout
@@ -251,16 +231,16 @@ async fn websocket_over_http2_streams() {
     let mut sender = h2(running.addr("http")).await;
     let mut one = open_h2(&mut sender).await;
     let mut two = open_h2(&mut sender).await;
-    echo_h2(&mut one, "one").await;
-    echo_h2(&mut two, "two").await;
+    echo(&mut one, "one").await;
+    echo(&mut two, "two").await;
     // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    echo_h2(&mut one, "after a quiet while").await;
+    echo(&mut one, "after a quiet while").await;
     two.close(None).await.unwrap();
-    closed_h2(&mut two).await;
-    echo_h2(&mut one, "the other closed").await;
+    closed(&mut two).await;
+    echo(&mut one, "the other closed").await;
     // Then silence: closed by the proxy at tunnel_idle_timeout.
-    closed_h2(&mut one).await;
+    closed(&mut one).await;
 }
 
 /// A drain waits for an HTTP/2 stream's tunnel, then closes it at
@@ -280,16 +260,16 @@ async fn a_drain_waits_for_an_http2_tunnel_then_closes_it() {
     let running = server.start(config.gateway);
     let mut sender = h2(addr).await;
     let mut ws = open_h2(&mut sender).await;
-    echo_h2(&mut ws, "before").await;
+    echo(&mut ws, "before").await;
     let shutdown = tokio::spawn(running.shutdown());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!shutdown.is_finished(), "the drain waits for the tunnel");
-    echo_h2(&mut ws, "during the drain").await;
+    echo(&mut ws, "during the drain").await;
     tokio::time::timeout(Duration::from_secs(5), shutdown)
         .await
         .expect("shutdown within drain_timeout and a margin")
         .unwrap();
-    closed_h2(&mut ws).await;
+    closed(&mut ws).await;
 }
 
 /// An upstream that answers `101` with the wrong `Sec-WebSocket-Accept` is
