@@ -154,6 +154,26 @@ impl<T: AsyncRead, W: Watcher> AsyncRead for Watched<T, W> {
     }
 }
 
+/// Tells the watcher what a write did: bytes taken, or refused (which may
+/// end the connection, when the watcher's `send_timeout` has run out).
+#[inline]
+fn wrote<W: Watcher>(
+    watcher: &mut W,
+    cx: &mut Context<'_>,
+    result: Poll<io::Result<usize>>,
+) -> Poll<io::Result<usize>> {
+    match result {
+        Poll::Ready(Ok(n)) if n > 0 => watcher.on_write(),
+        Poll::Pending => {
+            if let Some(error) = watcher.on_write_blocked(cx) {
+                return Poll::Ready(Err(error));
+            }
+        }
+        _ => {}
+    }
+    result
+}
+
 impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -162,16 +182,7 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
         let result = this.inner.poll_write(cx, buf);
-        match result {
-            Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
-            Poll::Pending => {
-                if let Some(error) = this.watcher.on_write_blocked(cx) {
-                    return Poll::Ready(Err(error));
-                }
-            }
-            _ => {}
-        }
-        result
+        wrote(this.watcher, cx, result)
     }
 
     fn poll_write_vectored(
@@ -181,16 +192,7 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
         let result = this.inner.poll_write_vectored(cx, bufs);
-        match result {
-            Poll::Ready(Ok(n)) if n > 0 => this.watcher.on_write(),
-            Poll::Pending => {
-                if let Some(error) = this.watcher.on_write_blocked(cx) {
-                    return Poll::Ready(Err(error));
-                }
-            }
-            _ => {}
-        }
-        result
+        wrote(this.watcher, cx, result)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -121,16 +121,6 @@ impl TlsCertificates {
         self.current.store(Arc::new(set));
     }
 
-    /// How many certificates the store holds.
-    pub fn len(&self) -> usize {
-        self.current.load().keys.len()
-    }
-
-    /// Never true: a store holds at least one certificate.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// Loads `files` and, if they all load, replaces the certificates at once
     /// for new handshakes; connections already open keep theirs. On error the
     /// old certificates stay in place.
