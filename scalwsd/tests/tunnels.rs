@@ -133,8 +133,9 @@ async fn a_tunnel_keeps_its_place_in_max_connections() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drain_waits_for_a_tunnel_then_closes_it() {
+/// A started server (one can be shut down) with `drain_timeout: 1s` in
+/// front of a WebSocket echo upstream.
+async fn draining_server() -> (SocketAddr, scalws_core::Running<scalws_proxy::Gateway>) {
     let upstream = test_support::upstream::websocket_echo().await;
     let dir = tempfile::tempdir().unwrap();
     let config = scalwsd::config::load(
@@ -145,7 +146,12 @@ async fn a_drain_waits_for_a_tunnel_then_closes_it() {
     .unwrap();
     let server = Server::bind(&config.listeners, config.limits).unwrap();
     let addr = server.local_addrs()[0].1;
-    let running = server.start(config.gateway);
+    (addr, server.start(config.gateway))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_waits_for_a_tunnel_then_closes_it() {
+    let (addr, running) = draining_server().await;
     let mut ws = open(addr).await;
     echo(&mut ws, "before").await;
     let stats = running.stats();
@@ -247,17 +253,7 @@ async fn websocket_over_http2_streams() {
 /// `drain_timeout`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_waits_for_an_http2_tunnel_then_closes_it() {
-    let upstream = test_support::upstream::websocket_echo().await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = scalwsd::config::load(
-        "test.yaml",
-        &yaml("drain_timeout: 1s", upstream),
-        dir.path(),
-    )
-    .unwrap();
-    let server = Server::bind(&config.listeners, config.limits).unwrap();
-    let addr = server.local_addrs()[0].1;
-    let running = server.start(config.gateway);
+    let (addr, running) = draining_server().await;
     let mut sender = h2(addr).await;
     let mut ws = open_h2(&mut sender).await;
     echo(&mut ws, "before").await;
