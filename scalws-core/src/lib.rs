@@ -58,6 +58,6 @@ pub use conn::{ConnInfo, Observed, OriginalHost, Scheme};
 pub use error::BoxError;
 pub use limit::{RequestLimits, RequestLimitsLayer};
 pub use server::{
-    BindFailed, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running, Server,
-    ServerStats, spawn_tunnel,
+    BindFailed, ClientUpgrade, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running,
+    Server, ServerStats, spawn_tunnel,
 };

@@ -1,8 +1,8 @@
 //! WebSocket tunnels through the proxy are connections like the others: they
 //! hold their place in `max_connections`, close when idle past
 //! `tunnel_idle_timeout`, and a drain waits for them until `drain_timeout`.
-//! From HTTP/2 clients (RFC 8441 extended CONNECT) each is a stream, with
-//! the same idle limit and drain.
+//! From HTTP/2 (RFC 8441) and HTTP/3 (RFC 9220) clients, by extended
+//! CONNECT, each is a stream, with the same idle limit and drain.
 //! Real sockets on 127.0.0.1, a real WebSocket echo upstream.
 #![allow(clippy::unwrap_used)]
 
@@ -303,4 +303,235 @@ async fn an_http2_websocket_needs_the_upstreams_accept() {
         1,
         "forwarded"
     );
+}
+
+// === WebSocket from HTTP/3 clients (RFC 9220) ===
+
+type H3Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+type H3Stream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type H3Ws = WebSocketStream<tokio::io::DuplexStream>;
+
+/// What a client needs to reach an HTTP/3 listener: the CA to trust.
+struct H3Client {
+    ca: test_support::tls::TestCa,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts an HTTP/3 listener with a certificate for chat.test, proxying to
+/// `echo`.
+fn h3_site(
+    limits: &str,
+    echo: SocketAddr,
+) -> (
+    SocketAddr,
+    scalws_core::Running<scalws_proxy::Gateway>,
+    H3Client,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = test_support::tls::TestCa::new();
+    ca.issue(dir.path(), "chat", &["chat.test"], false);
+    let yaml = format!(
+        r#"
+limits: {{ {limits} }}
+listeners:
+  - name: quic
+    address: "127.0.0.1:0"
+    protocol: http3
+    tls: {{ certificates: [ {{ cert: chat.pem, key: chat.key }} ] }}
+upstreams:
+  chat: {{ addresses: ["{echo}"] }}
+applications:
+  - name: chat
+    domains: ["*"]
+    routes: [{{ path: /, proxy: chat }}]
+"#
+    );
+    let config = scalwsd::config::load("test.yaml", &yaml, dir.path()).unwrap();
+    let server = Server::bind(&config.listeners, config.limits).unwrap();
+    let addr = server.local_addrs()[0].1;
+    let running = server.start(config.gateway);
+    (addr, running, H3Client { ca, _dir: dir })
+}
+
+impl H3Client {
+    /// A new HTTP/3 connection to `addr`.
+    async fn connect(&self, addr: SocketAddr) -> H3Sender {
+        let quic = test_support::tls::quic_connection(&self.ca, addr, "chat.test").await;
+        let (mut driver, sender) = h3::client::builder()
+            .enable_extended_connect(true)
+            .build::<_, _, Bytes>(h3_quinn::Connection::new(quic))
+            .await
+            .unwrap();
+        tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+        sender
+    }
+}
+
+/// An extended CONNECT for `protocol` on a new stream of `sender`: the
+/// response head and the stream.
+async fn h3_connect(
+    sender: &mut H3Sender,
+    protocol: h3::ext::Protocol,
+    headers: &[(&str, &str)],
+) -> (Response<()>, H3Stream) {
+    let mut request = Request::connect("https://chat.test/socket")
+        .header("sec-websocket-version", "13")
+        .extension(protocol);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let mut stream = sender
+        .send_request(request.body(()).unwrap())
+        .await
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), stream.recv_response())
+        .await
+        .expect("a response head within 5 s")
+        .unwrap();
+    (response, stream)
+}
+
+/// A WebSocket client on a new stream of `sender`: tungstenite on one end
+/// of a pipe, the stream's DATA frames pumped to and from the other.
+async fn open_h3(sender: &mut H3Sender) -> H3Ws {
+    let (response, stream) = h3_connect(sender, h3::ext::Protocol::WEBSOCKET, &[]).await;
+    assert_eq!(response.status(), 200, "RFC 9220: 200, not 101");
+    assert!(!response.headers().contains_key("sec-websocket-accept"));
+    assert!(!response.headers().contains_key("upgrade"));
+    let (mine, theirs) = tokio::io::duplex(64 * 1024);
+    let (mut from_ws, mut to_ws) = tokio::io::split(theirs);
+    let (mut send, mut recv) = stream.split();
+    tokio::spawn(async move {
+        let mut buffer = vec![0u8; 16 * 1024];
+        loop {
+            match from_ws.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if send
+                        .send_data(Bytes::copy_from_slice(&buffer[..n]))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = send.finish().await;
+    });
+    tokio::spawn(async move {
+        use bytes::Buf;
+        while let Ok(Some(mut data)) = recv.recv_data().await {
+            while data.has_remaining() {
+                if to_ws.write_all(data.chunk()).await.is_err() {
+                    return;
+                }
+                let n = data.chunk().len();
+                data.advance(n);
+            }
+        }
+        // The stream ended or was reset: the WebSocket sees its end.
+        let _ = to_ws.shutdown().await;
+    });
+    WebSocketStream::from_raw_socket(mine, Role::Client, None).await
+}
+
+/// Two WebSockets on one HTTP/3 connection, each its own stream, tunnelled
+/// to an HTTP/1.1 WebSocket server as ordinary upgrades; a quiet tunnel
+/// keeps its connection open past keepalive_timeout and
+/// header_read_timeout, and is closed at tunnel_idle_timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_over_http3_streams() {
+    let upstream = test_support::upstream::websocket_echo().await;
+    let limits = "keepalive_timeout: 1s, header_read_timeout: 1s, tunnel_idle_timeout: 4s";
+    let (addr, _running, site) = h3_site(limits, upstream);
+    let mut sender = site.connect(addr).await;
+    let mut one = open_h3(&mut sender).await;
+    let mut two = open_h3(&mut sender).await;
+    echo(&mut one, "one").await;
+    echo(&mut two, "two").await;
+    // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    echo(&mut one, "after a quiet while").await;
+    two.close(None).await.unwrap();
+    closed(&mut two).await;
+    echo(&mut one, "the other closed").await;
+    // A large message crosses in several DATA frames each way.
+    let large = "x".repeat(200 * 1024);
+    echo(&mut one, &large).await;
+    // Then silence: closed by the proxy at tunnel_idle_timeout.
+    closed(&mut one).await;
+}
+
+/// A drain waits for an HTTP/3 stream's tunnel, then closes it at
+/// `drain_timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_waits_for_an_http3_tunnel_then_closes_it() {
+    let upstream = test_support::upstream::websocket_echo().await;
+    let (addr, running, site) = h3_site("drain_timeout: 1s", upstream);
+    let mut sender = site.connect(addr).await;
+    let mut ws = open_h3(&mut sender).await;
+    echo(&mut ws, "before").await;
+    let shutdown = tokio::spawn(running.shutdown());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!shutdown.is_finished(), "the drain waits for the tunnel");
+    echo(&mut ws, "during the drain").await;
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .expect("shutdown within drain_timeout and a margin")
+        .unwrap();
+    closed(&mut ws).await;
+}
+
+/// From an HTTP/3 client as from an HTTP/2 one: a `101` with the wrong
+/// `Sec-WebSocket-Accept` is 502 and no tunnel; a `:protocol` other than
+/// `websocket` is 501, never forwarded; and connection-specific fields
+/// (an HTTP/1.1 upgrade spelled by the client itself) make the request
+/// malformed: 400, never forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http3_websocket_needs_the_upstreams_accept() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let heads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRrK+xOo=\r\n\r\n")
+                    .await;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            });
+        }
+    });
+    let (addr, _running, site) = h3_site("", upstream);
+    let mut sender = site.connect(addr).await;
+    let (response, _stream) = h3_connect(&mut sender, h3::ext::Protocol::WEBSOCKET, &[]).await;
+    assert_eq!(response.status(), 502);
+    let count = || heads.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(count(), 1);
+    let (response, _stream) = h3_connect(&mut sender, h3::ext::Protocol::CONNECT_UDP, &[]).await;
+    assert_eq!(response.status(), 501);
+    assert_eq!(count(), 1, "forwarded");
+
+    for field in [
+        ("connection", "upgrade"),
+        ("upgrade", "websocket"),
+        ("transfer-encoding", "chunked"),
+        ("keep-alive", "timeout=5"),
+        ("te", "gzip"),
+    ] {
+        let request = Request::get("https://chat.test/socket")
+            .header(field.0, field.1)
+            .body(())
+            .unwrap();
+        let mut stream = sender.send_request(request).await.unwrap();
+        stream.finish().await.unwrap();
+        let response = stream.recv_response().await.unwrap();
+        assert_eq!(response.status(), 400, "{field:?}");
+    }
+    assert_eq!(count(), 1, "a malformed request was forwarded");
 }

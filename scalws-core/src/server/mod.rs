@@ -44,7 +44,7 @@ pub use listener::{ListenerProtocol, ListenerSpec};
 pub use running::Running;
 pub use stats::{ListenerStats, ServerStats};
 pub(crate) use tunnel::TunnelHost;
-pub use tunnel::spawn_tunnel;
+pub use tunnel::{ClientUpgrade, spawn_tunnel};
 
 use crate::Body;
 use crate::error::BoxError;

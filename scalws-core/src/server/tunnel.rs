@@ -8,7 +8,10 @@
 //! request in flight and closes it when `drain_timeout` runs out, and it is
 //! closed once no byte has moved either way for `tunnel_idle_timeout`.
 
+use std::future::Future;
 use std::sync::Arc;
+#[cfg(feature = "http3")]
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hyper::upgrade::OnUpgrade;
@@ -36,15 +39,78 @@ pub(crate) struct TunnelHost {
     pub(super) activity: Arc<Activity>,
 }
 
+/// The client's side of an upgrade, taken from its request: hyper's, for an
+/// HTTP/1.1 upgrade or an HTTP/2 extended CONNECT, or an HTTP/3 stream's
+/// (RFC 9220), which the server's HTTP/3 edge tunnels itself once
+/// [`spawn_tunnel`] hands it the upstream's side.
+#[derive(Clone, Debug)]
+pub struct ClientUpgrade(ClientSide);
+
+#[derive(Clone, Debug)]
+enum ClientSide {
+    Hyper(OnUpgrade),
+    /// Where the HTTP/3 edge finds the upstream's side after the service
+    /// answered (`101` with it, or no tunnel).
+    #[cfg(feature = "http3")]
+    Stream(UpstreamSlot),
+}
+
+/// Shared by an HTTP/3 request's extensions and its edge.
+#[cfg(feature = "http3")]
+pub(crate) type UpstreamSlot = Arc<Mutex<Option<OnUpgrade>>>;
+
+impl ClientUpgrade {
+    /// Removes the client's side of an upgrade from a request's
+    /// extensions: hyper's `OnUpgrade`, or one an HTTP/3 edge put there.
+    pub fn take(extensions: &mut http::Extensions) -> Option<Self> {
+        match extensions.remove::<OnUpgrade>() {
+            Some(hyper) => Some(Self(ClientSide::Hyper(hyper))),
+            None => extensions.remove::<Self>(),
+        }
+    }
+
+    /// The side of an HTTP/3 stream whose edge waits in `slot`.
+    #[cfg(feature = "http3")]
+    pub(crate) fn stream(slot: UpstreamSlot) -> Self {
+        Self(ClientSide::Stream(slot))
+    }
+}
+
+impl From<OnUpgrade> for ClientUpgrade {
+    fn from(hyper: OnUpgrade) -> Self {
+        Self(ClientSide::Hyper(hyper))
+    }
+}
+
 /// Waits for both sides to finish upgrading, then copies bytes both ways until
 /// either side closes, nothing moves for the idle limit, or the drain ends it.
-/// Runs as a task of its own so the `101` response can go back first.
+/// Runs as a task of its own so the `101` response can go back first; an
+/// HTTP/3 stream's tunnel runs in its request's task instead, which is
+/// handed `upstream` here.
 ///
 /// `conn` is the client connection's [`ConnInfo`]: with one made by the
 /// server, the tunnel counts as that connection (see the module docs);
 /// without (a request not from [`Server`](super::Server)), it is a plain task
 /// with the default idle limit.
-pub fn spawn_tunnel(conn: Option<&ConnInfo>, client: OnUpgrade, upstream: OnUpgrade) {
+pub fn spawn_tunnel(
+    conn: Option<&ConnInfo>,
+    client: impl Into<ClientUpgrade>,
+    upstream: OnUpgrade,
+) {
+    // Without HTTP/3, hyper's is the only kind.
+    #[cfg_attr(not(feature = "http3"), allow(clippy::infallible_destructuring_match))]
+    let client = match client.into().0 {
+        ClientSide::Hyper(client) => client,
+        #[cfg(feature = "http3")]
+        ClientSide::Stream(slot) => {
+            match slot.lock() {
+                Ok(mut slot) => *slot = Some(upstream),
+                // Poisoned only by a panic while holding it: no tunnel then.
+                Err(_poisoned) => tracing::warn!("tunnel slot poisoned; no tunnel"),
+            }
+            return;
+        }
+    };
     match conn.and_then(ConnInfo::tunnel_host) {
         Some(host) => {
             let open = Open::new(&host.activity);
@@ -95,24 +161,31 @@ async fn run(
     let mut client = Watched::new(TokioIo::new(client), moved.clone());
     let mut upstream = Watched::new(TokioIo::new(upstream), moved.clone());
     let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
+    tokio::select! {
+        copied = until_idle(copy, &moved, idle_timeout) => match copied {
+            Some(Ok((up, down))) => tracing::debug!(up, down, "tunnel closed"),
+            Some(Err(error)) => tracing::debug!(%error, "tunnel ended with an error"),
+            None => {}
+        },
+        () = &mut closing => tracing::debug!("drain timeout reached; closing the tunnel"),
+    }
+}
+
+/// Runs `copy` until it ends, or `None` once `moved` has seen no byte for
+/// `idle_timeout`.
+pub(super) async fn until_idle<F: Future>(
+    copy: F,
+    moved: &Activity,
+    idle_timeout: Duration,
+) -> Option<F::Output> {
     tokio::pin!(copy);
     loop {
         let Some(silent_at) = moved.silent_at(idle_timeout) else {
             tracing::debug!(?idle_timeout, "tunnel idle; closing");
-            return;
+            return None;
         };
         tokio::select! {
-            result = &mut copy => {
-                match result {
-                    Ok((up, down)) => tracing::debug!(up, down, "tunnel closed"),
-                    Err(error) => tracing::debug!(%error, "tunnel ended with an error"),
-                }
-                return;
-            }
-            () = &mut closing => {
-                tracing::debug!("drain timeout reached; closing the tunnel");
-                return;
-            }
+            done = &mut copy => return Some(done),
             // Checked again at the top: bytes may have moved meanwhile.
             () = tokio::time::sleep_until(silent_at.into()) => {}
         }

@@ -1,12 +1,13 @@
-//! WebSocket from HTTP/2 clients (RFC 8441): an extended CONNECT with
-//! `:protocol websocket` is turned, at the edge, into the HTTP/1.1 upgrade
+//! WebSocket from HTTP/2 (RFC 8441) and HTTP/3 (RFC 9220) clients: an
+//! extended CONNECT with `:protocol websocket` is turned, at the edge, into
+//! the HTTP/1.1 upgrade
 //! every WebSocket server speaks (RFC 6455 4.1): `GET`, `Connection:
 //! upgrade`, `Upgrade: websocket` and a fresh `Sec-WebSocket-Key`. Routes,
 //! policies and the proxy then see an ordinary WebSocket request, and the
 //! proxy's tunnel carries the stream (the proxy checks the upstream's
 //! `Sec-WebSocket-Accept` against the key, since the client never saw it).
-//! The `101` that opens the tunnel goes back to the HTTP/2 client as the
-//! `200` RFC 8441 5 asks for.
+//! The `101` that opens the tunnel goes back to the client as the `200`
+//! RFC 8441 5 asks for.
 
 use std::hash::{BuildHasher, Hasher, RandomState};
 
@@ -17,16 +18,32 @@ use http::{HeaderValue, Method, Response, StatusCode, header};
 
 use super::bodiless::Emptiable;
 
-/// Rewrites an extended CONNECT for `websocket` as an HTTP/1.1 upgrade
-/// request, in place. A CONNECT without `:protocol` is left to the routes.
-/// `false` for another `:protocol`, which is answered 501 Not Implemented.
+/// Rewrites an HTTP/2 extended CONNECT for `websocket` as an HTTP/1.1
+/// upgrade request, in place. A CONNECT without `:protocol` is left to the
+/// routes. `false` for another `:protocol`, which is answered 501 Not
+/// Implemented.
 #[cold]
 #[inline(never)]
 pub(crate) fn from_extended_connect(parts: &mut Parts) -> bool {
-    let Some(protocol) = parts.extensions.remove::<hyper::ext::Protocol>() else {
-        return true;
-    };
-    if !protocol.as_str().eq_ignore_ascii_case("websocket") {
+    match parts.extensions.remove::<hyper::ext::Protocol>() {
+        Some(protocol) => to_upgrade(parts, protocol.as_str()),
+        None => true,
+    }
+}
+
+/// [`from_extended_connect`] for HTTP/3 (RFC 9220), whose `:protocol` h3
+/// parses into a type of its own.
+#[cfg(feature = "http3")]
+pub(crate) fn from_h3_extended_connect(parts: &mut Parts) -> bool {
+    match parts.extensions.remove::<::h3::ext::Protocol>() {
+        Some(protocol) => to_upgrade(parts, protocol.as_str()),
+        None => true,
+    }
+}
+
+/// The rewrite itself, for a request whose `:protocol` is `protocol`.
+fn to_upgrade(parts: &mut Parts, protocol: &str) -> bool {
+    if !protocol.eq_ignore_ascii_case("websocket") {
         return false;
     }
     parts.method = Method::GET;
@@ -40,7 +57,7 @@ pub(crate) fn from_extended_connect(parts: &mut Parts) -> bool {
     true
 }
 
-/// The answer to an HTTP/2 CONNECT: the `101` that opened a tunnel becomes
+/// The answer to an HTTP/2 or HTTP/3 CONNECT: the `101` that opened a tunnel becomes
 /// `200`, without the HTTP/1.1 upgrade's fields. Any other 2xx did not open
 /// one (a fixed-response route, a cached page, an upstream that is no
 /// WebSocket server), and a client takes every 2xx for an open tunnel
@@ -66,7 +83,7 @@ pub(crate) fn to_extended_connect<B: Emptiable>(response: Response<B>) -> Respon
         parts.status = StatusCode::OK;
         return Response::from_parts(parts, body);
     }
-    tracing::debug!(%status, "a WebSocket from an HTTP/2 client was answered without a switch; 502");
+    tracing::debug!(%status, "an extended CONNECT was answered without a switch; 502");
     parts.status = StatusCode::BAD_GATEWAY;
     parts.headers.clear();
     Response::from_parts(parts, body.emptied())

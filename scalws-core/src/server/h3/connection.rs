@@ -72,6 +72,8 @@ pub(super) async fn serve<S, B>(
     }
     let mut h3 = match ::h3::server::builder()
         .max_field_section_size(u64::try_from(limits.max_header_bytes).unwrap_or(u64::MAX))
+        // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over HTTP/3 (RFC 9220).
+        .enable_extended_connect(true)
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
         .await
     {

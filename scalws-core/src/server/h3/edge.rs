@@ -1,21 +1,24 @@
 //! One HTTP/3 request stream: head, limits, `ConnInfo`, the service call. The
-//! same rules as the TCP edge: a failure or a panic becomes a response.
+//! same rules as the TCP edge: a failure or a panic becomes a response. A
+//! WebSocket (RFC 9220) is tunnelled on its stream (see `tunnel`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode, header};
 use http_body_util::Either;
 use tower::{Service, ServiceExt};
 
-use super::body::RequestBody;
+use super::body::{RecvHalf, RequestBody};
 use super::response::ResponseStream;
 use crate::error::{BoxError, error_response};
 use crate::server::bodiless::without_forbidden_body;
 use crate::server::edge::{declared_length, failed, panicked};
 use crate::server::limits::Limits;
+use crate::server::tunnel::{ClientUpgrade, UpstreamSlot};
+use crate::server::websocket;
 use crate::{Body, ConnInfo};
 
 /// What h3 hands over for each request stream.
@@ -54,19 +57,83 @@ impl Edge {
         };
         let (send, recv) = stream.split();
         let mut response_stream = ResponseStream::new(send);
+        if has_connection_fields(request.headers()) {
+            let response = reject::<B>(StatusCode::BAD_REQUEST);
+            if let Err(error) = response_stream.send(response, true).await {
+                tracing::debug!(%error, "HTTP/3 response not sent whole");
+            }
+            return;
+        }
+        if request.method() == Method::CONNECT {
+            return self.connect(service, request, recv, response_stream).await;
+        }
         let is_head = request.method() == Method::HEAD;
-        let response = self.respond(service, request, recv).await;
+        let response = self.respond(service, request, Some(recv)).await;
         let (response, with_body) = without_forbidden_body(response, is_head);
         if let Err(error) = response_stream.send(response, with_body).await {
             tracing::debug!(%error, "HTTP/3 response not sent whole");
         }
     }
 
+    /// A CONNECT. An extended CONNECT for `websocket` (RFC 9220) goes on as
+    /// an HTTP/1.1 upgrade request, like HTTP/2's (see `websocket`), and a
+    /// `101` that brings the upstream's side opens a tunnel on this stream;
+    /// another `:protocol` is 501; a plain CONNECT is left to the routes.
+    async fn connect<S, B>(
+        &self,
+        service: S,
+        request: Request<()>,
+        recv: RecvHalf,
+        mut stream: ResponseStream,
+    ) where
+        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send,
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let (mut parts, ()) = request.into_parts();
+        let response = if !websocket::from_h3_extended_connect(&mut parts) {
+            reject(StatusCode::NOT_IMPLEMENTED)
+        } else if parts.method == Method::CONNECT {
+            let request = Request::from_parts(parts, ());
+            websocket::to_extended_connect(self.respond(service, request, Some(recv)).await)
+        } else {
+            // The stream's bytes are the tunnel's, not a body to forward.
+            let slot = UpstreamSlot::default();
+            parts.extensions.insert(ClientUpgrade::stream(slot.clone()));
+            let request = Request::from_parts(parts, ());
+            let response = self.respond(service, request, None).await;
+            let upstream = slot.lock().ok().and_then(|mut slot| slot.take());
+            match upstream {
+                Some(upstream) if response.status() == StatusCode::SWITCHING_PROTOCOLS => {
+                    let head = websocket::to_extended_connect(response).map(drop);
+                    let idle = self.limits.tunnel_idle_timeout;
+                    if let Err(error) = stream.tunnel(head, recv, upstream, idle).await {
+                        tracing::debug!(%error, "HTTP/3 WebSocket tunnel ended with an error");
+                    }
+                    return;
+                }
+                // A switch with nothing to tunnel to (an embedder's 101).
+                None if response.status() == StatusCode::SWITCHING_PROTOCOLS => {
+                    tracing::warn!("101 to an HTTP/3 WebSocket without a tunnel; answered 502");
+                    reject(StatusCode::BAD_GATEWAY)
+                }
+                _ => websocket::to_extended_connect(response),
+            }
+        };
+        let (response, with_body) = without_forbidden_body(response, false);
+        if let Err(error) = stream.send(response, with_body).await {
+            tracing::debug!(%error, "HTTP/3 response not sent whole");
+        }
+    }
+
+    /// Calls the service; `recv` is the request body (none for a tunnel).
     async fn respond<S, B>(
         &self,
         service: S,
         request: Request<()>,
-        recv: super::body::RecvHalf,
+        recv: Option<RecvHalf>,
     ) -> Response<Either<B, Body>>
     where
         S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
@@ -84,8 +151,15 @@ impl Edge {
         }
         let (mut parts, ()) = request.into_parts();
         parts.extensions.insert(self.conn.clone());
-        let body = RequestBody::new(recv, self.limits.max_request_body, declared);
-        let request = Request::from_parts(parts, Body::new(body));
+        let body = match recv {
+            Some(recv) => Body::new(RequestBody::new(
+                recv,
+                self.limits.max_request_body,
+                declared,
+            )),
+            None => Body::empty(),
+        };
+        let request = Request::from_parts(parts, body);
 
         let call = service.oneshot(request);
         match AssertUnwindSafe(call).catch_unwind().await {
@@ -94,6 +168,26 @@ impl Edge {
             Err(_panic) => panicked(),
         }
     }
+}
+
+/// Whether a request carries a connection-specific field, which makes an
+/// HTTP/3 message malformed (RFC 9114 4.2; `te` only as `trailers`). An
+/// HTTP/1.1 upstream must not be handed one it would act on, such as an
+/// `Upgrade` the client never asked the edge for.
+fn has_connection_fields(headers: &HeaderMap) -> bool {
+    [
+        header::CONNECTION,
+        header::UPGRADE,
+        header::TRANSFER_ENCODING,
+        HeaderName::from_static("keep-alive"),
+        HeaderName::from_static("proxy-connection"),
+    ]
+    .iter()
+    .any(|name| headers.contains_key(name))
+        || headers
+            .get_all(header::TE)
+            .iter()
+            .any(|value| !value.as_bytes().eq_ignore_ascii_case(b"trailers"))
 }
 
 #[cold]

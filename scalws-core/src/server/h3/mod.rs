@@ -12,7 +12,9 @@
 //!    (a failure or panic becomes a response);
 //! 4. [`response`]: the response head, body frames and trailers, streamed;
 //! 5. [`body`]: the request body, streamed from the QUIC stream under
-//!    `max_request_body`.
+//!    `max_request_body`;
+//! 6. [`tunnel`]: a WebSocket's bytes on its stream (RFC 9220), after the
+//!    `200` that answered its extended CONNECT.
 
 mod body;
 mod connection;
@@ -20,6 +22,7 @@ mod connection;
 use connection::Listener;
 mod edge;
 mod response;
+mod tunnel;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 
 use crate::error::BoxError;
 
-type SendHalf = ::h3::server::RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
+pub(super) type SendHalf = ::h3::server::RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
 
 /// The sending half of a request stream. Unless a whole response went out,
 /// dropping it resets the stream: a quinn stream dropped as is would end
@@ -38,11 +38,8 @@ impl ResponseStream {
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<BoxError>,
     {
-        let (mut parts, body) = response.into_parts();
-        remove_connection_headers(&mut parts.headers);
-        self.send
-            .send_response(Response::from_parts(parts, ()))
-            .await?;
+        let (parts, body) = response.into_parts();
+        self.send_head(Response::from_parts(parts, ())).await?;
         if with_body {
             let mut body = pin!(body);
             while let Some(frame) = body.as_mut().frame().await {
@@ -62,6 +59,26 @@ impl ResponseStream {
         self.send.finish().await?;
         self.finished = true;
         Ok(())
+    }
+
+    /// Sends the response head, without HTTP/1.1's connection fields.
+    pub(super) async fn send_head(&mut self, head: Response<()>) -> Result<(), BoxError> {
+        let (mut parts, ()) = head.into_parts();
+        remove_connection_headers(&mut parts.headers);
+        self.send
+            .send_response(Response::from_parts(parts, ()))
+            .await?;
+        Ok(())
+    }
+
+    /// The stream, for a tunnel to send on after the head.
+    pub(super) fn sender(&mut self) -> &mut SendHalf {
+        &mut self.send
+    }
+
+    /// Notes that the stream was ended whole (see `Drop`).
+    pub(super) fn finished(&mut self) {
+        self.finished = true;
     }
 }
 

@@ -27,7 +27,7 @@ use std::task::{Context, Poll};
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use scalws_core::error::{error_response, status_for};
-use scalws_core::{Body, BoxError, ConnInfo, Observed, OriginalHost};
+use scalws_core::{Body, BoxError, ClientUpgrade, ConnInfo, Observed, OriginalHost};
 
 #[cfg(feature = "cache")]
 use scalws_cache::{Cache, CacheService};
@@ -234,14 +234,11 @@ async fn forward(
     // The client's side of a tunnel, its connection (which the tunnel counts
     // as) and, for an HTTP/2 client's WebSocket, the key the edge made up.
     let client_upgrade = match upgrade {
-        Some(_) => parts
-            .extensions
-            .remove::<hyper::upgrade::OnUpgrade>()
-            .map(|side| Tunnel {
-                client: side,
-                conn: parts.extensions.get::<ConnInfo>().cloned(),
-                key: websocket::key_to_check(&parts),
-            }),
+        Some(_) => ClientUpgrade::take(&mut parts.extensions).map(|side| Tunnel {
+            client: side,
+            conn: parts.extensions.get::<ConnInfo>().cloned(),
+            key: websocket::key_to_check(&parts),
+        }),
         None => None,
     };
 
@@ -308,7 +305,7 @@ fn failed_layered(error: &BoxError) -> Response<Body> {
 
 /// The client's side of an upgrade the proxy may tunnel.
 struct Tunnel {
-    client: hyper::upgrade::OnUpgrade,
+    client: ClientUpgrade,
     conn: Option<ConnInfo>,
     /// The `Sec-WebSocket-Key` sent for an HTTP/2 client (RFC 8441), which
     /// never saw it: the proxy checks the upstream's accept itself.

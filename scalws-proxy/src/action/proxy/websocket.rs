@@ -1,5 +1,6 @@
-//! The proxy's side of a WebSocket from an HTTP/2 client (RFC 8441): the
-//! edge made up its `Sec-WebSocket-Key` (see `scalws_core`'s server), so the
+//! The proxy's side of a WebSocket from an HTTP/2 or HTTP/3 client (RFC 8441,
+//! RFC 9220): the edge made up its `Sec-WebSocket-Key` (see `scalws_core`'s
+//! server), so the
 //! client cannot check the upstream's `Sec-WebSocket-Accept`; the proxy does
 //! (RFC 6455 4.1, the client's duty), before it opens the tunnel.
 
@@ -13,10 +14,11 @@ use sha1::{Digest, Sha1};
 const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 /// The key to check the answer against: that of an upgrade from an HTTP/2
-/// client, which only the edge's rewrite makes (an HTTP/2 client cannot send
-/// `Connection` or `Upgrade` itself).
+/// or HTTP/3 client, which only the edge's rewrite makes (such a client
+/// cannot send `Connection` or `Upgrade` itself: hyper and the HTTP/3 edge
+/// refuse them as malformed).
 pub(super) fn key_to_check(parts: &Parts) -> Option<HeaderValue> {
-    (parts.version == Version::HTTP_2)
+    matches!(parts.version, Version::HTTP_2 | Version::HTTP_3)
         .then(|| parts.headers.get(header::SEC_WEBSOCKET_KEY).cloned())
         .flatten()
 }
