@@ -9,6 +9,8 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -255,7 +257,15 @@ async fn websocket_over_http2_streams() {
 async fn a_drain_waits_for_an_http2_tunnel_then_closes_it() {
     let (addr, running) = draining_server().await;
     let mut sender = h2(addr).await;
-    let mut ws = open_h2(&mut sender).await;
+    drain_closes(open_h2(&mut sender).await, running).await;
+}
+
+/// Shuts `running` down (with `drain_timeout: 1s`) while `ws` is open: the
+/// drain waits for the tunnel, which still carries bytes, then closes it.
+async fn drain_closes<S: AsyncRead + AsyncWrite + Unpin>(
+    mut ws: WebSocketStream<S>,
+    running: scalws_core::Running<scalws_proxy::Gateway>,
+) {
     echo(&mut ws, "before").await;
     let shutdown = tokio::spawn(running.shutdown());
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -268,18 +278,16 @@ async fn a_drain_waits_for_an_http2_tunnel_then_closes_it() {
     closed(&mut ws).await;
 }
 
-/// An upstream that answers `101` with the wrong `Sec-WebSocket-Accept` is
-/// not a WebSocket server that read our key: 502, no tunnel. A `:protocol`
-/// other than `websocket` is 501, and never forwarded.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http2_websocket_needs_the_upstreams_accept() {
+/// An upstream that answers every request `101` with the accept of another
+/// key than ours (RFC 6455's example), and counts the requests.
+async fn wrong_accept_upstream() -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream = listener.local_addr().unwrap();
-    let heads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let heads = Arc::new(AtomicUsize::new(0));
     let seen = heads.clone();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            seen.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
                 let _ = stream.read(&mut buf).await;
@@ -290,19 +298,24 @@ async fn an_http2_websocket_needs_the_upstreams_accept() {
             });
         }
     });
+    (upstream, heads)
+}
+
+/// An upstream that answers `101` with the wrong `Sec-WebSocket-Accept` is
+/// not a WebSocket server that read our key: 502, no tunnel. A `:protocol`
+/// other than `websocket` is 501, and never forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_websocket_needs_the_upstreams_accept() {
+    let (upstream, heads) = wrong_accept_upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let running = support::start(&yaml("", upstream), dir.path());
     let mut sender = h2(running.addr("http")).await;
     let response = extended_connect(&mut sender, "websocket").await;
     assert_eq!(response.status(), 502);
-    assert_eq!(heads.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(heads.load(Ordering::Relaxed), 1);
     let response = extended_connect(&mut sender, "webtransport").await;
     assert_eq!(response.status(), 501);
-    assert_eq!(
-        heads.load(std::sync::atomic::Ordering::Relaxed),
-        1,
-        "forwarded"
-    );
+    assert_eq!(heads.load(Ordering::Relaxed), 1, "forwarded");
 }
 
 // === WebSocket from HTTP/3 clients (RFC 9220) ===
@@ -470,17 +483,7 @@ async fn a_drain_waits_for_an_http3_tunnel_then_closes_it() {
     let upstream = test_support::upstream::websocket_echo().await;
     let (addr, running, site) = h3_site("drain_timeout: 1s", upstream);
     let mut sender = site.connect(addr).await;
-    let mut ws = open_h3(&mut sender).await;
-    echo(&mut ws, "before").await;
-    let shutdown = tokio::spawn(running.shutdown());
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!shutdown.is_finished(), "the drain waits for the tunnel");
-    echo(&mut ws, "during the drain").await;
-    tokio::time::timeout(Duration::from_secs(5), shutdown)
-        .await
-        .expect("shutdown within drain_timeout and a margin")
-        .unwrap();
-    closed(&mut ws).await;
+    drain_closes(open_h3(&mut sender).await, running).await;
 }
 
 /// From an HTTP/3 client as from an HTTP/2 one: a `101` with the wrong
@@ -490,28 +493,12 @@ async fn a_drain_waits_for_an_http3_tunnel_then_closes_it() {
 /// malformed: 400, never forwarded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http3_websocket_needs_the_upstreams_accept() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = listener.local_addr().unwrap();
-    let heads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let seen = heads.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf).await;
-                let _ = stream
-                    .write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRrK+xOo=\r\n\r\n")
-                    .await;
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            });
-        }
-    });
+    let (upstream, heads) = wrong_accept_upstream().await;
     let (addr, _running, site) = h3_site("", upstream);
     let mut sender = site.connect(addr).await;
     let (response, _stream) = h3_connect(&mut sender, h3::ext::Protocol::WEBSOCKET, &[]).await;
     assert_eq!(response.status(), 502);
-    let count = || heads.load(std::sync::atomic::Ordering::Relaxed);
+    let count = || heads.load(Ordering::Relaxed);
     assert_eq!(count(), 1);
     let (response, _stream) = h3_connect(&mut sender, h3::ext::Protocol::CONNECT_UDP, &[]).await;
     assert_eq!(response.status(), 501);
