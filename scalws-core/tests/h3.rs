@@ -86,6 +86,12 @@ async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
                 Ok(scalws_core::error::error_response(status))
             }
         },
+        "/switch" => {
+            // A 101 with no tunnel behind it (no `spawn_tunnel`).
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            Ok(response)
+        }
         "/no-content" => {
             let mut response = Response::new(Body::from("must not be sent"));
             *response.status_mut() = StatusCode::NO_CONTENT;
@@ -382,6 +388,42 @@ async fn a_panicking_handler_gets_500_and_the_connection_goes_on() {
     assert_eq!(reply.text(), "500 Internal Server Error\n");
     let reply = client.get("/").await;
     assert_eq!(reply.status, StatusCode::OK);
+}
+
+/// An extended CONNECT (RFC 9220) that the service does not tunnel: a bare
+/// `101` (nothing handed to `spawn_tunnel`) and an ordinary `200` both open
+/// nothing, and a client takes any 2xx for an open tunnel: 502. A
+/// `:protocol` other than `websocket` is 501 and never reaches the service.
+#[tokio::test]
+async fn an_extended_connect_nobody_tunnels_is_502() {
+    let server = start(Limits::default());
+    let mut client = H3Client::connect(&server).await;
+    let connect = |path: &str, protocol: h3::ext::Protocol| {
+        Request::connect(format!("https://localhost{path}"))
+            .extension(protocol)
+            .body(())
+            .unwrap()
+    };
+    for path in ["/switch", "/"] {
+        let reply = client
+            .send(connect(path, h3::ext::Protocol::WEBSOCKET), None)
+            .await
+            .unwrap();
+        assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{path}");
+    }
+    // The 200's own body is not passed on as the 502's.
+    let reply = client
+        .send(connect("/", h3::ext::Protocol::WEBSOCKET), None)
+        .await
+        .unwrap();
+    assert!(reply.body.is_empty());
+    let reply = client
+        .send(connect("/", h3::ext::Protocol::CONNECT_UDP), None)
+        .await
+        .unwrap();
+    assert_eq!(reply.status, StatusCode::NOT_IMPLEMENTED);
+    // The connection still serves.
+    assert_eq!(client.get("/").await.status, StatusCode::OK);
 }
 
 #[tokio::test]

@@ -320,6 +320,22 @@ async fn an_http2_websocket_needs_the_upstreams_accept() {
 
 // === WebSocket from HTTP/3 clients (RFC 9220) ===
 
+/// Panics anywhere in this test binary since the first call, the server's
+/// tasks included (a panicking request task is caught and its stream reset,
+/// which a test would not otherwise notice). No test here panics on purpose.
+fn panics() -> usize {
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+            previous(info);
+        }));
+    });
+    COUNT.load(Ordering::Relaxed)
+}
+
 type H3Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 type H3Stream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 type H3Ws = WebSocketStream<tokio::io::DuplexStream>;
@@ -404,9 +420,14 @@ async fn h3_connect(
     (response, stream)
 }
 
+/// How an HTTP/3 stream ended for the client: `Ok` at its end (FIN), the
+/// reset code if it was reset, `Err(None)` for another error.
+type H3End = tokio::sync::oneshot::Receiver<Result<(), Option<h3::error::Code>>>;
+
 /// A WebSocket client on a new stream of `sender`: tungstenite on one end
-/// of a pipe, the stream's DATA frames pumped to and from the other.
-async fn open_h3(sender: &mut H3Sender) -> H3Ws {
+/// of a pipe, the stream's DATA frames pumped to and from the other; and
+/// how the stream ended.
+async fn open_h3(sender: &mut H3Sender) -> (H3Ws, H3End) {
     let (response, stream) = h3_connect(sender, h3::ext::Protocol::WEBSOCKET, &[]).await;
     assert_eq!(response.status(), 200, "RFC 9220: 200, not 101");
     assert!(!response.headers().contains_key("sec-websocket-accept"));
@@ -432,21 +453,31 @@ async fn open_h3(sender: &mut H3Sender) -> H3Ws {
         }
         let _ = send.finish().await;
     });
+    let (ended, end) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         use bytes::Buf;
-        while let Ok(Some(mut data)) = recv.recv_data().await {
-            while data.has_remaining() {
-                if to_ws.write_all(data.chunk()).await.is_err() {
-                    return;
+        let how = loop {
+            match recv.recv_data().await {
+                Ok(Some(mut data)) => {
+                    while data.has_remaining() {
+                        if to_ws.write_all(data.chunk()).await.is_err() {
+                            return;
+                        }
+                        let n = data.chunk().len();
+                        data.advance(n);
+                    }
                 }
-                let n = data.chunk().len();
-                data.advance(n);
+                Ok(None) => break Ok(()),
+                Err(h3::error::StreamError::RemoteTerminate { code, .. }) => break Err(Some(code)),
+                Err(_) => break Err(None),
             }
-        }
+        };
         // The stream ended or was reset: the WebSocket sees its end.
         let _ = to_ws.shutdown().await;
+        let _ = ended.send(how);
     });
-    WebSocketStream::from_raw_socket(mine, Role::Client, None).await
+    let ws = WebSocketStream::from_raw_socket(mine, Role::Client, None).await;
+    (ws, end)
 }
 
 /// Two WebSockets on one HTTP/3 connection, each its own stream, tunnelled
@@ -459,8 +490,9 @@ async fn websocket_over_http3_streams() {
     let limits = "keepalive_timeout: 1s, header_read_timeout: 1s, tunnel_idle_timeout: 4s";
     let (addr, _running, site) = h3_site(limits, upstream);
     let mut sender = site.connect(addr).await;
-    let mut one = open_h3(&mut sender).await;
-    let mut two = open_h3(&mut sender).await;
+    panics();
+    let (mut one, one_end) = open_h3(&mut sender).await;
+    let (mut two, two_end) = open_h3(&mut sender).await;
     echo(&mut one, "one").await;
     echo(&mut two, "two").await;
     // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
@@ -468,12 +500,30 @@ async fn websocket_over_http3_streams() {
     echo(&mut one, "after a quiet while").await;
     two.close(None).await.unwrap();
     closed(&mut two).await;
+    let how = tokio::time::timeout(Duration::from_secs(5), two_end).await;
+    assert_eq!(
+        how.unwrap().unwrap(),
+        Ok(()),
+        "the upstream's close ends the stream as whole"
+    );
     echo(&mut one, "the other closed").await;
     // A large message crosses in several DATA frames each way.
     let large = "x".repeat(200 * 1024);
     echo(&mut one, &large).await;
-    // Then silence: closed by the proxy at tunnel_idle_timeout.
+    // Then silence: closed by the proxy at tunnel_idle_timeout, the stream
+    // cancelled (RFC 9220 3), not ended as if whole.
+    let quiet = std::time::Instant::now();
     closed(&mut one).await;
+    assert!(
+        quiet.elapsed() >= Duration::from_millis(3500),
+        "closed {:?} into a 4 s tunnel_idle_timeout",
+        quiet.elapsed()
+    );
+    assert_eq!(
+        one_end.await.unwrap(),
+        Err(Some(h3::error::Code::H3_REQUEST_CANCELLED))
+    );
+    assert_eq!(panics(), 0, "a task panicked");
 }
 
 /// A drain waits for an HTTP/3 stream's tunnel, then closes it at
@@ -483,7 +533,7 @@ async fn a_drain_waits_for_an_http3_tunnel_then_closes_it() {
     let upstream = test_support::upstream::websocket_echo().await;
     let (addr, running, site) = h3_site("drain_timeout: 1s", upstream);
     let mut sender = site.connect(addr).await;
-    drain_closes(open_h3(&mut sender).await, running).await;
+    drain_closes(open_h3(&mut sender).await.0, running).await;
 }
 
 /// From an HTTP/3 client as from an HTTP/2 one: a `101` with the wrong
@@ -504,21 +554,31 @@ async fn an_http3_websocket_needs_the_upstreams_accept() {
     assert_eq!(response.status(), 501);
     assert_eq!(count(), 1, "forwarded");
 
-    for field in [
-        ("connection", "upgrade"),
-        ("upgrade", "websocket"),
-        ("transfer-encoding", "chunked"),
-        ("keep-alive", "timeout=5"),
-        ("te", "gzip"),
-    ] {
+    let mut get = async |field: (&str, &str)| {
         let request = Request::get("https://chat.test/socket")
             .header(field.0, field.1)
             .body(())
             .unwrap();
         let mut stream = sender.send_request(request).await.unwrap();
         stream.finish().await.unwrap();
-        let response = stream.recv_response().await.unwrap();
-        assert_eq!(response.status(), 400, "{field:?}");
+        stream.recv_response().await.unwrap().status()
+    };
+    for field in [
+        ("connection", "upgrade"),
+        ("upgrade", "websocket"),
+        ("transfer-encoding", "chunked"),
+        ("keep-alive", "timeout=5"),
+        ("proxy-connection", "keep-alive"),
+        ("te", "gzip"),
+        ("te", "trailers, deflate"),
+    ] {
+        assert_eq!(get(field).await, 400, "{field:?}");
     }
     assert_eq!(count(), 1, "a malformed request was forwarded");
+    // `te: trailers` is allowed, in any case: forwarded (and this upstream's
+    // unasked 101 is a 502).
+    for value in ["trailers", "Trailers"] {
+        assert_eq!(get(("te", value)).await, 502, "te: {value}");
+    }
+    assert_eq!(count(), 3);
 }

@@ -55,9 +55,11 @@ enum ClientSide {
     Stream(UpstreamSlot),
 }
 
-/// Shared by an HTTP/3 request's extensions and its edge.
+/// In an HTTP/3 request's extensions: where `spawn_tunnel` sends the
+/// upstream's side to the edge, which takes it once the service answered
+/// (a later send finds the edge gone, and the upstream's side is dropped).
 #[cfg(feature = "http3")]
-pub(crate) type UpstreamSlot = Arc<Mutex<Option<OnUpgrade>>>;
+pub(crate) type UpstreamSlot = Arc<Mutex<Option<tokio::sync::oneshot::Sender<OnUpgrade>>>>;
 
 impl ClientUpgrade {
     /// Removes the client's side of an upgrade from a request's
@@ -84,9 +86,14 @@ impl From<OnUpgrade> for ClientUpgrade {
 
 /// Waits for both sides to finish upgrading, then copies bytes both ways until
 /// either side closes, nothing moves for the idle limit, or the drain ends it.
-/// Runs as a task of its own so the `101` response can go back first; an
-/// HTTP/3 stream's tunnel runs in its request's task instead, which is
-/// handed `upstream` here.
+/// Runs as a task of its own so the `101` response can go back first.
+///
+/// For an HTTP/3 client nothing is spawned: `upstream` is handed to the
+/// stream's edge, which opens the tunnel if the same service call answers
+/// `101` (a call made after that answer drops `upstream`). An HTTP/3
+/// WebSocket therefore has to be proxied by this function; an embedder's
+/// own WebSocket handler (one that takes hyper's `OnUpgrade`) finds none
+/// on an HTTP/3 request.
 ///
 /// `conn` is the client connection's [`ConnInfo`]: with one made by the
 /// server, the tunnel counts as that connection (see the module docs);
@@ -103,10 +110,10 @@ pub fn spawn_tunnel(
         ClientSide::Hyper(client) => client,
         #[cfg(feature = "http3")]
         ClientSide::Stream(slot) => {
-            match slot.lock() {
-                Ok(mut slot) => *slot = Some(upstream),
-                // Poisoned only by a panic while holding it: no tunnel then.
-                Err(_poisoned) => tracing::warn!("tunnel slot poisoned; no tunnel"),
+            // Poisoned only by a panic while holding it: no tunnel then.
+            let sender = slot.lock().ok().and_then(|mut slot| slot.take());
+            if sender.is_none_or(|sender| sender.send(upstream).is_err()) {
+                tracing::debug!("HTTP/3 stream no longer waiting for its tunnel; upgrade dropped");
             }
             return;
         }

@@ -2,7 +2,8 @@
 //! lines) against the binary: a field section past `max_header_bytes`, a
 //! reference to a QPACK dynamic table the server never allowed (h3 0.0.8
 //! does not check an encoded Required Insert Count against a zero capacity,
-//! RFC 9204 4.5.1.1, but a field line that names a dynamic entry fails), and floods
+//! RFC 9204 4.5.1.1, but a field line that names a dynamic entry fails),
+//! `:protocol` where RFC 8441 forbids it, and floods
 //! of streams opened and reset at once or never given a head (ended at
 //! `header_read_timeout`). Each is
 //! refused without forwarding anything, and the process's resident memory
@@ -139,6 +140,25 @@ async fn hand_built_http3_is_refused_and_bounded() {
     let _control = control(&quic).await;
     assert_eq!(exchange(&quic, &headers(STATIC_ONLY, &[])).await, Some(200));
     let forwarded = upstream.heads();
+
+    // `:protocol` on a GET, and an extended CONNECT without `:scheme` and
+    // `:path` (RFC 8441 4), which h3 passes: answered (400), never forwarded.
+    let with_protocol = headers(STATIC_ONLY, &[(b":protocol", b"websocket")]);
+    assert_eq!(exchange(&quic, &with_protocol).await, Some(0));
+    let mut block = STATIC_ONLY.to_vec();
+    literal(&mut block, b":method", b"CONNECT");
+    literal(&mut block, b":protocol", b"websocket");
+    literal(&mut block, b":authority", b"a.test");
+    let mut bare_connect = Vec::new();
+    varint(&mut bare_connect, 0x01);
+    varint(&mut bare_connect, block.len() as u64);
+    bare_connect.extend(block);
+    assert_eq!(exchange(&quic, &bare_connect).await, Some(0));
+    assert_eq!(
+        upstream.heads(),
+        forwarded,
+        "a malformed request was forwarded"
+    );
 
     let before = server.usage();
     // A field section of 40 KB, past max_header_bytes: refused.

@@ -72,8 +72,10 @@ pub(super) async fn serve<S, B>(
     }
     let mut h3 = match ::h3::server::builder()
         .max_field_section_size(u64::try_from(limits.max_header_bytes).unwrap_or(u64::MAX))
-        // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over HTTP/3 (RFC 9220).
-        .enable_extended_connect(true)
+        // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over HTTP/3 (RFC 9220),
+        // announced only where h3 parses `:protocol websocket` (the
+        // workspace's patched copy; the release refuses it as malformed).
+        .enable_extended_connect("websocket".parse::<::h3::ext::Protocol>().is_ok())
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
         .await
     {

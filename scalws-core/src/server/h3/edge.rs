@@ -3,12 +3,13 @@
 //! WebSocket (RFC 9220) is tunnelled on its stream (see `tunnel`).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode, header};
+use http::{HeaderName, Method, Request, Response, StatusCode, header};
 use http_body_util::Either;
+use tokio::sync::oneshot;
 use tower::{Service, ServiceExt};
 
 use super::body::{RecvHalf, RequestBody};
@@ -57,7 +58,7 @@ impl Edge {
         };
         let (send, recv) = stream.split();
         let mut response_stream = ResponseStream::new(send);
-        if has_connection_fields(request.headers()) {
+        if malformed(&request) {
             let response = reject::<B>(StatusCode::BAD_REQUEST);
             if let Err(error) = response_stream.send(response, true).await {
                 tracing::debug!(%error, "HTTP/3 response not sent whole");
@@ -78,7 +79,9 @@ impl Edge {
     /// A CONNECT. An extended CONNECT for `websocket` (RFC 9220) goes on as
     /// an HTTP/1.1 upgrade request, like HTTP/2's (see `websocket`), and a
     /// `101` that brings the upstream's side opens a tunnel on this stream;
-    /// another `:protocol` is 501; a plain CONNECT is left to the routes.
+    /// another `:protocol` is 501 (one h3 can parse: it refuses the others
+    /// as malformed itself); one without `:scheme` or `:path` is 400
+    /// (RFC 8441 4); a plain CONNECT is left to the routes.
     async fn connect<S, B>(
         &self,
         service: S,
@@ -93,33 +96,53 @@ impl Edge {
         B::Error: Into<BoxError>,
     {
         let (mut parts, ()) = request.into_parts();
-        let response = if !websocket::from_h3_extended_connect(&mut parts) {
+        let extended = parts.extensions.get::<::h3::ext::Protocol>().is_some();
+        let response = if extended
+            && (parts.uri.scheme().is_none() || parts.uri.path_and_query().is_none())
+        {
+            reject(StatusCode::BAD_REQUEST)
+        } else if !websocket::from_h3_extended_connect(&mut parts) {
             reject(StatusCode::NOT_IMPLEMENTED)
         } else if parts.method == Method::CONNECT {
             let request = Request::from_parts(parts, ());
             websocket::to_extended_connect(self.respond(service, request, Some(recv)).await)
         } else {
             // The stream's bytes are the tunnel's, not a body to forward.
-            let slot = UpstreamSlot::default();
-            parts.extensions.insert(ClientUpgrade::stream(slot.clone()));
+            let (sender, mut receiver) = oneshot::channel();
+            let slot = UpstreamSlot::new(Mutex::new(Some(sender)));
+            parts.extensions.insert(ClientUpgrade::stream(slot));
             let request = Request::from_parts(parts, ());
             let response = self.respond(service, request, None).await;
-            let upstream = slot.lock().ok().and_then(|mut slot| slot.take());
-            match upstream {
-                Some(upstream) if response.status() == StatusCode::SWITCHING_PROTOCOLS => {
-                    let head = websocket::to_extended_connect(response).map(drop);
-                    let idle = self.limits.tunnel_idle_timeout;
-                    if let Err(error) = stream.tunnel(head, recv, upstream, idle).await {
-                        tracing::debug!(%error, "HTTP/3 WebSocket tunnel ended with an error");
+            let upstream = receiver.try_recv().ok();
+            drop(receiver);
+            if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+                websocket::to_extended_connect(response)
+            } else {
+                // The client hears 200 only once the upstream's side is there.
+                let idle = self.limits.tunnel_idle_timeout;
+                let upgraded = match upstream {
+                    Some(upstream) => tokio::time::timeout(idle, upstream).await.ok(),
+                    None => None,
+                };
+                match upgraded {
+                    Some(Ok(upgraded)) => {
+                        let head = websocket::to_extended_connect(response).map(drop);
+                        if let Err(error) = stream.tunnel(head, recv, upgraded, idle).await {
+                            tracing::debug!(%error, "HTTP/3 WebSocket tunnel ended with an error");
+                        }
+                        return;
                     }
-                    return;
+                    Some(Err(error)) => {
+                        tracing::debug!(%error, "upstream's upgrade failed; answered 502");
+                        reject(StatusCode::BAD_GATEWAY)
+                    }
+                    // A switch with nothing to tunnel to (an embedder's 101),
+                    // or an upgrade that never came.
+                    None => {
+                        tracing::warn!("101 to an HTTP/3 WebSocket without a tunnel; answered 502");
+                        reject(StatusCode::BAD_GATEWAY)
+                    }
                 }
-                // A switch with nothing to tunnel to (an embedder's 101).
-                None if response.status() == StatusCode::SWITCHING_PROTOCOLS => {
-                    tracing::warn!("101 to an HTTP/3 WebSocket without a tunnel; answered 502");
-                    reject(StatusCode::BAD_GATEWAY)
-                }
-                _ => websocket::to_extended_connect(response),
             }
         };
         let (response, with_body) = without_forbidden_body(response, false);
@@ -170,17 +193,21 @@ impl Edge {
     }
 }
 
-/// Whether a request carries a connection-specific field, which makes an
-/// HTTP/3 message malformed (RFC 9114 4.2; `te` only as `trailers`). An
-/// HTTP/1.1 upstream must not be handed one it would act on, such as an
+/// What h3 lets through and an HTTP/3 request must not carry: a
+/// connection-specific field (RFC 9114 4.2; `te` only as `trailers`), or a
+/// `:protocol` on a method other than CONNECT (RFC 8441 4). An HTTP/1.1
+/// upstream must not be handed a field it would act on, such as an
 /// `Upgrade` the client never asked the edge for.
-fn has_connection_fields(headers: &HeaderMap) -> bool {
+fn malformed(request: &Request<()>) -> bool {
+    const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+    const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+    let headers = request.headers();
     [
         header::CONNECTION,
         header::UPGRADE,
         header::TRANSFER_ENCODING,
-        HeaderName::from_static("keep-alive"),
-        HeaderName::from_static("proxy-connection"),
+        KEEP_ALIVE,
+        PROXY_CONNECTION,
     ]
     .iter()
     .any(|name| headers.contains_key(name))
@@ -188,6 +215,8 @@ fn has_connection_fields(headers: &HeaderMap) -> bool {
             .get_all(header::TE)
             .iter()
             .any(|value| !value.as_bytes().eq_ignore_ascii_case(b"trailers"))
+        || (request.method() != Method::CONNECT
+            && request.extensions().get::<::h3::ext::Protocol>().is_some())
 }
 
 #[cold]

@@ -80,6 +80,12 @@ impl ResponseStream {
     pub(super) fn finished(&mut self) {
         self.finished = true;
     }
+
+    /// Resets the stream with `code` now (rather than `Drop`'s).
+    pub(super) fn cancel(&mut self, code: ::h3::error::Code) {
+        self.send.stop_stream(code);
+        self.finished = true;
+    }
 }
 
 impl Drop for ResponseStream {

@@ -11,9 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ::h3::error::Code;
 use bytes::{Buf, BytesMut};
 use http::Response;
-use hyper::upgrade::OnUpgrade;
+use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -29,37 +30,49 @@ const CHUNK: usize = 16 * 1024;
 
 impl ResponseStream {
     /// Sends `head` (the `200` of an opened tunnel), then carries bytes both
-    /// ways until both sides have ended theirs, either fails, or the tunnel
-    /// idles out (then the stream is reset when `self` is dropped).
+    /// ways until both sides have ended theirs. A tunnel that ends otherwise
+    /// (an error either way, or idle past `idle_timeout`) is cancelled: the
+    /// stream is reset with `H3_REQUEST_CANCELLED`, as RFC 9220 3 asks,
+    /// never ended as if whole.
     pub(super) async fn tunnel(
         &mut self,
         head: Response<()>,
-        recv: RecvHalf,
-        upstream: OnUpgrade,
+        mut recv: RecvHalf,
+        upstream: Upgraded,
         idle_timeout: Duration,
     ) -> Result<(), BoxError> {
         self.send_head(head).await?;
-        let upstream = upstream.await?;
         let moved = Arc::new(Activity::new());
         let upstream = Watched::new(TokioIo::new(upstream), moved.clone());
         let (from_upstream, to_upstream) = tokio::io::split(upstream);
         let send = self.sender();
-        let copy =
-            async { tokio::try_join!(upward(recv, to_upstream), downward(from_upstream, send)) };
-        match until_idle(copy, &moved, idle_timeout).await {
-            Some(Ok(((), ()))) => {
-                self.finished();
-                Ok(())
-            }
+        let copy = async {
+            tokio::try_join!(
+                upward(&mut recv, to_upstream),
+                downward(from_upstream, send)
+            )
+        };
+        let ended = until_idle(copy, &moved, idle_timeout).await;
+        if let Some(Ok(((), ()))) = ended {
+            self.finished();
+            return Ok(());
+        }
+        // Our direction only: h3-quinn 0.0.10 panics on `stop_sending` while a
+        // read is pending (the stream sits in the read's future), which is
+        // how an idle tunnel ends. Dropping `recv` stops the client's
+        // direction with quinn's implicit code 0.
+        self.cancel(Code::H3_REQUEST_CANCELLED);
+        drop(recv);
+        match ended {
             Some(Err(error)) => Err(error),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 }
 
 /// The client's DATA frames to the upstream; the end of the client's
 /// stream ends the upstream's write side.
-async fn upward(mut recv: RecvHalf, mut to: impl AsyncWrite + Unpin) -> Result<(), BoxError> {
+async fn upward(recv: &mut RecvHalf, mut to: impl AsyncWrite + Unpin) -> Result<(), BoxError> {
     while let Some(mut data) = recv.recv_data().await? {
         while data.has_remaining() {
             to.write_all(data.chunk()).await?;
