@@ -117,6 +117,53 @@ fn route_match(c: &mut Criterion) {
     group.finish();
 }
 
+/// How lookups grow with the table (docs/benchmarks.md, "How cost grows"):
+/// an exact host among N exact names, and a pattern route among N routes
+/// of all three kinds, for N = 10, 1,000 and 10,000.
+fn growth(c: &mut Criterion) {
+    let headers = HeaderMap::new();
+    let mut group = c.benchmark_group("growth");
+    for n in [10, 1_000, 10_000] {
+        let mut hosts = HostTableBuilder::new();
+        for i in 0..n {
+            let name = HostPattern::parse(&format!("site{i}.example.com")).unwrap();
+            hosts.insert(name, "app", i).unwrap();
+        }
+        let hosts = hosts.build();
+        let wanted = format!("site{}.example.com", n / 2);
+        assert!(hosts.get(&wanted).is_some());
+        group.bench_function(format!("host_exact_of_{n}"), |b| {
+            b.iter(|| hosts.get(black_box(&wanted)))
+        });
+
+        let mut routes = RouteTableBuilder::new();
+        for i in 0..n {
+            let path = match i % 3 {
+                0 => PathMatch::Prefix(format!("/p{i}")),
+                1 => PathMatch::Exact(format!("/e{i}/x")),
+                _ => PathMatch::Pattern(format!("/u{i}/{{id}}")),
+            };
+            routes
+                .route(RouteSpec {
+                    path,
+                    methods: None,
+                    headers: vec![],
+                    query: vec![],
+                    target: i,
+                })
+                .unwrap();
+        }
+        let routes = routes.build();
+        // The pattern route in the middle of the table.
+        let wanted = format!("/u{}/123", (n / 2) / 3 * 3 + 2);
+        assert!(routes.route(&Method::GET, &wanted, None, &headers).is_ok());
+        group.bench_function(format!("route_pattern_of_{n}"), |b| {
+            b.iter(|| routes.route(&Method::GET, black_box(&wanted), None, &headers))
+        });
+    }
+    group.finish();
+}
+
 fn cache_hit(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -198,5 +245,12 @@ applications:
     drop(upstream);
 }
 
-criterion_group!(micro, host_lookup, route_match, cache_hit, gateway_requests);
+criterion_group!(
+    micro,
+    host_lookup,
+    route_match,
+    growth,
+    cache_hit,
+    gateway_requests
+);
 criterion_main!(micro);

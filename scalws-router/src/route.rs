@@ -4,6 +4,7 @@
 mod allow;
 mod builder;
 mod explain;
+mod index;
 mod matcher;
 mod params;
 mod prefix;

@@ -2,6 +2,7 @@
 
 use crate::path::{BadPath, normalize_path};
 
+use super::index::{self, CandidateIndex};
 use super::matcher::{PathMatcher, Route, literal_len, parameters};
 use super::prefix::PrefixIndex;
 use super::spec::{PathMatch, RouteSpec};
@@ -91,11 +92,22 @@ impl<T> RouteTableBuilder<T> {
     }
 
     /// The immutable table, routes sorted by precedence.
-    pub fn build(mut self) -> RouteTable<T> {
+    pub fn build(self) -> RouteTable<T> {
+        self.build_indexed_from(index::MIN_ROUTES)
+    }
+
+    /// [`build`](Self::build), with a candidate index for tables of
+    /// `min_routes` routes or more that are not prefix-only (tests compare
+    /// the index with the scan on small tables).
+    pub(super) fn build_indexed_from(mut self, min_routes: usize) -> RouteTable<T> {
         // Stable: equal ranks keep file order, the last tie-breaker.
         self.routes.sort_by_key(Route::rank);
         let prefix = PrefixIndex::build(&self.routes);
-        RouteTable::new(self.routes.into_boxed_slice(), prefix)
+        let index = match prefix {
+            Some(_) => None,
+            None => CandidateIndex::build(&self.routes, min_routes),
+        };
+        RouteTable::new(self.routes.into_boxed_slice(), prefix, index)
     }
 }
 

@@ -3,6 +3,7 @@
 use http::{HeaderMap, HeaderValue, Method};
 
 use super::allow::allow;
+use super::index::CandidateIndex;
 use super::matcher::Route;
 use super::params::Params;
 use super::prefix::PrefixIndex;
@@ -13,6 +14,8 @@ pub struct RouteTable<T> {
     routes: Box<[Route<T>]>,
     /// Present when every route is a plain prefix.
     prefix: Option<PrefixIndex>,
+    /// Present for other tables of `index::MIN_ROUTES` routes or more.
+    index: Option<CandidateIndex>,
 }
 
 /// The route a request takes.
@@ -39,8 +42,16 @@ pub enum NoRoute {
 }
 
 impl<T> RouteTable<T> {
-    pub(super) fn new(routes: Box<[Route<T>]>, prefix: Option<PrefixIndex>) -> Self {
-        Self { routes, prefix }
+    pub(super) fn new(
+        routes: Box<[Route<T>]>,
+        prefix: Option<PrefixIndex>,
+        index: Option<CandidateIndex>,
+    ) -> Self {
+        Self {
+            routes,
+            prefix,
+            index,
+        }
     }
 
     /// The route for a request.
@@ -60,20 +71,41 @@ impl<T> RouteTable<T> {
                 Some(i) => Ok(self.matched(i, Params::default())),
                 None => Err(NoRoute::NotFound),
             },
-            None => self.scan(method, path, query, headers),
+            None => match &self.index {
+                Some(index) => self.indexed(index, method, path, query, headers),
+                None => self.scan(0..self.routes.len(), method, path, query, headers),
+            },
         }
     }
 
-    /// The first route, in precedence order, that matches.
+    /// [`scan`](Self::scan) over the index's candidates for `path`.
+    #[cold]
+    #[inline(never)]
+    fn indexed<'a>(
+        &'a self,
+        index: &CandidateIndex,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Result<RouteMatch<'a, T>, NoRoute> {
+        let mut candidates = Vec::new();
+        index.candidates(path, &mut candidates);
+        self.scan(candidates.into_iter(), method, path, query, headers)
+    }
+
+    /// The first route of `indices` (in precedence order) that matches.
     pub(super) fn scan<'a>(
         &'a self,
+        indices: impl Iterator<Item = usize>,
         method: &Method,
         path: &str,
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Result<RouteMatch<'a, T>, NoRoute> {
         let mut wrong_method = false;
-        for (i, route) in self.routes.iter().enumerate() {
+        for i in indices {
+            let route = &self.routes[i];
             let Some(params) = route.match_path(path) else {
                 continue;
             };
@@ -98,6 +130,12 @@ impl<T> RouteTable<T> {
             target: &self.routes[i].target,
             params,
         }
+    }
+
+    /// Whether lookups use the candidate index (see `index`).
+    #[cfg(test)]
+    pub(super) fn is_indexed(&self) -> bool {
+        self.index.is_some()
     }
 
     /// Whether lookups take the prefix-only fast path: every route is a plain prefix

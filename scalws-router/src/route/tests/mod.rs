@@ -4,6 +4,7 @@
 
 mod conditions;
 mod fast_path;
+mod index;
 mod paths;
 mod precedence;
 
