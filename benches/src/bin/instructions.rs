@@ -16,6 +16,12 @@
 //!
 //! Every response must be `200` with the expected body, or the program exits
 //! 1: a count of error responses would be a count of the wrong thing.
+//!
+//! How cost grows with the configuration (`benches/scaling.sh`): with
+//! `HOSTS=N` in the environment the file has N - 1 more applications, each
+//! with a domain of its own (`h1.test`, ...), and with `ROUTES=N` the
+//! `bench` application has N more routes (`/r0/...`, listed before the
+//! measured ones). The requests are the same.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -152,7 +158,30 @@ fn layered_gateway() -> Result<scalws_proxy::Gateway, Box<dyn std::error::Error>
         .build()?)
 }
 
+/// `NAME` from the environment as a count, `default` when unset.
+fn count_from_env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
 fn config(origin: SocketAddr, root: &Path) -> String {
+    use std::fmt::Write;
+    let mut more_routes = String::new();
+    for n in 0..count_from_env("ROUTES", 0) {
+        let _ = writeln!(
+            more_routes,
+            "      - {{ path: /r{n}/page, respond: {{ status: 200, body: r{n} }} }}"
+        );
+    }
+    let mut more_hosts = String::new();
+    for n in 1..count_from_env("HOSTS", 1) {
+        let _ = writeln!(
+            more_hosts,
+            "  - {{ name: h{n}, domains: [h{n}.test], routes: [{{ path: /, respond: {{ status: 200, body: h{n} }} }}] }}"
+        );
+    }
     format!(
         r#"
 listeners: [{{ name: http, address: "127.0.0.1:0" }}]
@@ -162,7 +191,7 @@ applications:
   - name: bench
     domains: ["bench.test"]
     routes:
-      - {{ path: /respond, respond: {{ status: 200, body: ok, headers: {{ content-type: text/plain }} }} }}
+{more_routes}      - {{ path: /respond, respond: {{ status: 200, body: ok, headers: {{ content-type: text/plain }} }} }}
       - {{ path: /static, static: {{ root: "{root}" }} }}
       - {{ path: /proxy, proxy: origin }}
   - name: cached
@@ -170,7 +199,7 @@ applications:
     cache: {{ max_size: 64MiB, max_object: 1MiB }}
     routes:
       - {{ path: /cache, proxy: origin }}
-"#,
+{more_hosts}"#,
         root = root.display()
     )
 }

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Opens N connections to 127.0.0.1:PORT, sends one request on each (HTTP/1.1
+keep-alive, or HTTP/2 with prior knowledge) and reads its whole answer, then
+holds them all open and idle. Prints "ready N" once every connection has had
+its answer, then waits for stdin to close (benches/idle.sh reads the server's
+memory meanwhile).
+
+  idle_client.py PORT N http1|h2
+
+Only the standard library: HTTP/2 is written by hand (a preface, SETTINGS,
+one HEADERS frame with static-table HPACK, and an ACK of the server's
+SETTINGS), which is all one GET needs.
+"""
+
+import asyncio
+import struct
+import sys
+
+REQUEST_H1 = b"GET / HTTP/1.1\r\nHost: bench.test\r\n\r\n"
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(kind, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+# HPACK (RFC 7541 appendix A): :method GET (2), :scheme http (6), :path / (4),
+# :authority literal without indexing (name index 1).
+AUTHORITY = b"bench.test"
+HEADER_BLOCK = bytes([0x82, 0x86, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
+REQUEST_H2 = PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, HEADER_BLOCK)
+
+
+async def http1(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(REQUEST_H1)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    if not head.startswith(b"HTTP/1.1 2"):
+        raise RuntimeError(f"not a 2xx: {head[:40]!r}")
+    await reader.readexactly(length)
+    return writer
+
+
+async def h2(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(REQUEST_H2)
+    done = False
+    while not done:
+        header = await reader.readexactly(9)
+        length = int.from_bytes(header[:3], "big")
+        kind, flags = header[3], header[4]
+        stream = int.from_bytes(header[5:9], "big") & 0x7FFFFFFF
+        await reader.readexactly(length)
+        if kind == 0x4 and not flags & 0x1:
+            writer.write(frame(0x4, 0x1, 0))  # ACK the server's SETTINGS
+        elif kind == 0x7:
+            raise RuntimeError("GOAWAY")
+        elif kind in (0x0, 0x1) and stream == 1 and flags & 0x1:
+            done = True  # END_STREAM on the response
+    return writer
+
+
+async def main():
+    port, count, proto = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    connect = {"http1": http1, "h2": h2}[proto]
+    writers = []
+    # A few hundred at a time: the listen backlog is finite.
+    for start in range(0, count, 200):
+        batch = [connect(port) for _ in range(start, min(count, start + 200))]
+        writers.extend(await asyncio.gather(*batch))
+    print(f"ready {len(writers)}", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for writer in writers:
+        writer.close()
+
+
+asyncio.run(main())
