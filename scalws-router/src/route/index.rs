@@ -31,7 +31,9 @@ pub(super) struct CandidateIndex {
 
 impl CandidateIndex {
     /// The index of `routes` (in precedence order), if there are at least
-    /// `min_routes` of them.
+    /// `min_routes` of them and it narrows the scan: not when most are
+    /// patterns with a parameter in their first segment, candidates for
+    /// every path (copying and sorting them would cost more than the scan).
     pub(super) fn build<T>(routes: &[Route<T>], min_routes: usize) -> Option<Self> {
         if routes.len() < min_routes {
             return None;
@@ -60,7 +62,7 @@ impl CandidateIndex {
                 },
             }
         }
-        Some(index)
+        (index.anywhere.len() * 2 <= routes.len() || min_routes == 0).then_some(index)
     }
 
     /// Fills `out` with the routes that may match `path`, in precedence order.

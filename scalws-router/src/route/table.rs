@@ -79,7 +79,6 @@ impl<T> RouteTable<T> {
     }
 
     /// [`scan`](Self::scan) over the index's candidates for `path`.
-    #[cold]
     #[inline(never)]
     fn indexed<'a>(
         &'a self,
@@ -136,6 +135,14 @@ impl<T> RouteTable<T> {
     #[cfg(test)]
     pub(super) fn is_indexed(&self) -> bool {
         self.index.is_some()
+    }
+
+    /// The index's candidates for `path`, if there is an index.
+    #[cfg(test)]
+    pub(super) fn candidates(&self, path: &str) -> Option<Vec<usize>> {
+        let mut out = Vec::new();
+        self.index.as_ref()?.candidates(path, &mut out);
+        Some(out)
     }
 
     /// Whether lookups take the prefix-only fast path: every route is a plain prefix
