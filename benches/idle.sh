@@ -40,14 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "idle.sh: nothing listening on port $1" >&2
-    return 1
-}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 cat > "$TMP/scalws.yaml" <<EOF

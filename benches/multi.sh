@@ -212,17 +212,9 @@ HAVE_CURL=0; command -v curl >/dev/null && HAVE_CURL=1
 # the real PID (taskset execs its command).
 pin() { PINNED=(); if [ -n "${CPUSET[$1]:-}" ]; then PINNED=(taskset -c "${CPUSET[$1]}"); fi; }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-wait_port() { # port pid: up to 10 s, and not once the process is gone
-    local _
-    for _ in $(seq 100); do
-        port_open "$1" && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
+# port_open PORT, wait_port PORT PID (up to 10 s, and not once the process is gone).
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 stop() { # pid: SIGTERM, then SIGKILL after 10 s
     local pid=$1 _

@@ -30,14 +30,8 @@ fi
 # `taskset -c N` when there are two CPUs or more; an array, so `cmd &` gives the real PID.
 pin() { PIN=(); if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c "$1"); fi; }
 
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "quick.sh: nothing listening on port $1" >&2
-    return 1
-}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 # CPU time (user + system, in clock ticks) of a process and its children threads.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
