@@ -239,16 +239,36 @@ async fn websocket_over_http2_streams() {
     let mut sender = h2(running.addr("http")).await;
     let mut one = open_h2(&mut sender).await;
     let mut two = open_h2(&mut sender).await;
-    echo(&mut one, "one").await;
-    echo(&mut two, "two").await;
+    two_on_one_connection(&mut one, &mut two).await;
+}
+
+/// Two WebSockets on one connection, with `keepalive_timeout: 1s,
+/// header_read_timeout: 1s, tunnel_idle_timeout: 4s`: both carry messages,
+/// through a quiet spell longer than the connection's timeouts; the second
+/// is closed by its client and the first goes on, a large message included;
+/// then the first, silent, is closed at tunnel_idle_timeout and no sooner.
+async fn two_on_one_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    one: &mut WebSocketStream<S>,
+    two: &mut WebSocketStream<S>,
+) {
+    echo(one, "one").await;
+    echo(two, "two").await;
     // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    echo(&mut one, "after a quiet while").await;
+    echo(one, "after a quiet while").await;
     two.close(None).await.unwrap();
-    closed(&mut two).await;
-    echo(&mut one, "the other closed").await;
+    closed(two).await;
+    echo(one, "the other closed").await;
+    // A large message crosses in many frames each way.
+    echo(one, &"x".repeat(200 * 1024)).await;
     // Then silence: closed by the proxy at tunnel_idle_timeout.
-    closed(&mut one).await;
+    let quiet = std::time::Instant::now();
+    closed(one).await;
+    assert!(
+        quiet.elapsed() >= Duration::from_millis(3500),
+        "closed {:?} into a 4 s tunnel_idle_timeout",
+        quiet.elapsed()
+    );
 }
 
 /// A drain waits for an HTTP/2 stream's tunnel, then closes it at
@@ -493,32 +513,14 @@ async fn websocket_over_http3_streams() {
     panics();
     let (mut one, one_end) = open_h3(&mut sender).await;
     let (mut two, two_end) = open_h3(&mut sender).await;
-    echo(&mut one, "one").await;
-    echo(&mut two, "two").await;
-    // Longer than keepalive_timeout + header_read_timeout, less than the tunnel's limit.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    echo(&mut one, "after a quiet while").await;
-    two.close(None).await.unwrap();
-    closed(&mut two).await;
+    two_on_one_connection(&mut one, &mut two).await;
     let how = tokio::time::timeout(Duration::from_secs(5), two_end).await;
     assert_eq!(
         how.unwrap().unwrap(),
         Ok(()),
         "the upstream's close ends the stream as whole"
     );
-    echo(&mut one, "the other closed").await;
-    // A large message crosses in several DATA frames each way.
-    let large = "x".repeat(200 * 1024);
-    echo(&mut one, &large).await;
-    // Then silence: closed by the proxy at tunnel_idle_timeout, the stream
-    // cancelled (RFC 9220 3), not ended as if whole.
-    let quiet = std::time::Instant::now();
-    closed(&mut one).await;
-    assert!(
-        quiet.elapsed() >= Duration::from_millis(3500),
-        "closed {:?} into a 4 s tunnel_idle_timeout",
-        quiet.elapsed()
-    );
+    // The idle one was cancelled (RFC 9220 3), not ended as if whole.
     assert_eq!(
         one_end.await.unwrap(),
         Err(Some(h3::error::Code::H3_REQUEST_CANCELLED))
