@@ -9,6 +9,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{HeaderName, Method, Request, Response, StatusCode, header};
 use http_body_util::Either;
+use hyper::upgrade::Upgraded;
 use tokio::sync::oneshot;
 use tower::{Service, ServiceExt};
 
@@ -97,57 +98,74 @@ impl Edge {
     {
         let (mut parts, ()) = request.into_parts();
         let extended = parts.extensions.get::<::h3::ext::Protocol>().is_some();
-        let response = if extended
-            && (parts.uri.scheme().is_none() || parts.uri.path_and_query().is_none())
-        {
-            reject(StatusCode::BAD_REQUEST)
-        } else if !websocket::from_h3_extended_connect(&mut parts) {
-            reject(StatusCode::NOT_IMPLEMENTED)
-        } else if parts.method == Method::CONNECT {
-            let request = Request::from_parts(parts, ());
-            websocket::to_extended_connect(self.respond(service, request, Some(recv)).await)
-        } else {
-            // The stream's bytes are the tunnel's, not a body to forward.
-            let (sender, mut receiver) = oneshot::channel();
-            let slot = UpstreamSlot::new(Mutex::new(Some(sender)));
-            parts.extensions.insert(ClientUpgrade::stream(slot));
-            let request = Request::from_parts(parts, ());
-            let response = self.respond(service, request, None).await;
-            let upstream = receiver.try_recv().ok();
-            drop(receiver);
-            if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-                websocket::to_extended_connect(response)
+        let response =
+            if extended && (parts.uri.scheme().is_none() || parts.uri.path_and_query().is_none()) {
+                reject(StatusCode::BAD_REQUEST)
+            } else if !websocket::from_h3_extended_connect(&mut parts) {
+                reject(StatusCode::NOT_IMPLEMENTED)
+            } else if parts.method == Method::CONNECT {
+                let request = Request::from_parts(parts, ());
+                websocket::to_extended_connect(self.respond(service, request, Some(recv)).await)
             } else {
-                // The client hears 200 only once the upstream's side is there.
-                let idle = self.limits.tunnel_idle_timeout;
-                let upgraded = match upstream {
-                    Some(upstream) => tokio::time::timeout(idle, upstream).await.ok(),
-                    None => None,
-                };
-                match upgraded {
-                    Some(Ok(upgraded)) => {
-                        let head = websocket::to_extended_connect(response).map(drop);
+                match self.websocket(service, parts).await {
+                    Ok((head, upgraded)) => {
+                        let idle = self.limits.tunnel_idle_timeout;
                         if let Err(error) = stream.tunnel(head, recv, upgraded, idle).await {
                             tracing::debug!(%error, "HTTP/3 WebSocket tunnel ended with an error");
                         }
                         return;
                     }
-                    Some(Err(error)) => {
-                        tracing::debug!(%error, "upstream's upgrade failed; answered 502");
-                        reject(StatusCode::BAD_GATEWAY)
-                    }
-                    // A switch with nothing to tunnel to (an embedder's 101),
-                    // or an upgrade that never came.
-                    None => {
-                        tracing::warn!("101 to an HTTP/3 WebSocket without a tunnel; answered 502");
-                        reject(StatusCode::BAD_GATEWAY)
-                    }
+                    Err(response) => response,
                 }
-            }
-        };
+            };
         let (response, with_body) = without_forbidden_body(response, false);
         if let Err(error) = stream.send(response, with_body).await {
             tracing::debug!(%error, "HTTP/3 response not sent whole");
+        }
+    }
+
+    /// Calls the service with a WebSocket request (the rewritten extended
+    /// CONNECT) and, when it answers `101` having handed the upstream's side
+    /// to `spawn_tunnel`, waits for that upgrade: the tunnel's `200` head and
+    /// the upgraded connection. Otherwise the response to send instead.
+    async fn websocket<S, B>(
+        &self,
+        service: S,
+        mut parts: http::request::Parts,
+    ) -> Result<(Response<()>, Upgraded), Response<Either<B, Body>>>
+    where
+        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send,
+        B: http_body::Body,
+    {
+        let (sender, mut receiver) = oneshot::channel();
+        let slot = UpstreamSlot::new(Mutex::new(Some(sender)));
+        parts.extensions.insert(ClientUpgrade::stream(slot));
+        // The stream's bytes are the tunnel's, not a body to forward.
+        let request = Request::from_parts(parts, ());
+        let response = self.respond(service, request, None).await;
+        let upstream = receiver.try_recv().ok();
+        drop(receiver);
+        if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+            return Err(websocket::to_extended_connect(response));
+        }
+        let Some(upstream) = upstream else {
+            // A switch with nothing to tunnel to (an embedder's 101).
+            tracing::warn!("101 to an HTTP/3 WebSocket without a tunnel; answered 502");
+            return Err(reject(StatusCode::BAD_GATEWAY));
+        };
+        // The client hears 200 only once the upstream's side is there.
+        match tokio::time::timeout(self.limits.tunnel_idle_timeout, upstream).await {
+            Ok(Ok(upgraded)) => Ok((websocket::to_extended_connect(response).map(drop), upgraded)),
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "upstream's upgrade failed; answered 502");
+                Err(reject(StatusCode::BAD_GATEWAY))
+            }
+            Err(_elapsed) => {
+                tracing::debug!("upstream's upgrade did not come; answered 502");
+                Err(reject(StatusCode::BAD_GATEWAY))
+            }
         }
     }
 
