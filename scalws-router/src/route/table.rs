@@ -88,9 +88,24 @@ impl<T> RouteTable<T> {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Result<RouteMatch<'a, T>, NoRoute> {
-        let mut candidates = Vec::new();
-        index.candidates(path, &mut candidates);
-        self.scan(candidates.into_iter(), method, path, query, headers)
+        thread_local! {
+            /// Reused from lookup to lookup: no allocation per request.
+            static CANDIDATES: std::cell::RefCell<Vec<usize>> = const {
+                std::cell::RefCell::new(Vec::new())
+            };
+        }
+        CANDIDATES.with(|candidates| match candidates.try_borrow_mut() {
+            Ok(mut candidates) => {
+                index.candidates(path, &mut candidates);
+                self.scan(candidates.iter().copied(), method, path, query, headers)
+            }
+            // Only if a lookup ran inside another on this thread: a buffer of its own.
+            Err(_) => {
+                let mut own = Vec::new();
+                index.candidates(path, &mut own);
+                self.scan(own.into_iter(), method, path, query, headers)
+            }
+        })
     }
 
     /// The first route of `indices` (in precedence order) that matches.
