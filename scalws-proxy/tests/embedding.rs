@@ -175,7 +175,7 @@ async fn a_split_over_the_embedders_services_honours_weights() {
     let (blue, green) = (blue.load(Ordering::Relaxed), green.load(Ordering::Relaxed));
     assert_eq!(blue + green, 200);
     assert_eq!(never.load(Ordering::Relaxed), 0);
-    assert!((120..=180).contains(&blue), "blue {blue} of 200");
+    assert_eq!(blue, 150, "blue {blue} of 200: 3 of every 4");
 
     // The backends action's own split: proxies and statuses.
     let upstream = Upstream::named("up").await;

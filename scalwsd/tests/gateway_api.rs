@@ -1483,13 +1483,15 @@ async fn weights_and_request_timeouts() {
             .entry(seen.backend().unwrap().to_owned())
             .or_insert(0) += 1;
     }
+    // The conformance suite allows 5 %; the split is a smooth round robin,
+    // so 500 requests in a row are 350 and 150 to within one schedule's turn.
     let share = |b: &str| f64::from(*counts.get(b).unwrap_or(&0)) / 500.0;
     assert!(
-        (share("infra-backend-v1") - 0.7).abs() <= 0.05,
+        (share("infra-backend-v1") - 0.7).abs() <= 0.02,
         "{counts:?}"
     );
     assert!(
-        (share("infra-backend-v2") - 0.3).abs() <= 0.05,
+        (share("infra-backend-v2") - 0.3).abs() <= 0.02,
         "{counts:?}"
     );
     assert_eq!(

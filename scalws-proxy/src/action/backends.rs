@@ -1,6 +1,8 @@
 //! The `backends` action: a weighted [`Split`] over services, here proxies
 //! and fixed statuses.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
 use http::request::Parts;
@@ -9,6 +11,7 @@ use scalws_core::Body;
 use scalws_core::error::error_response;
 
 use super::{ActionFuture, Proxy};
+use crate::upstream::balance::smooth_schedule;
 
 /// One share of a [`Backends`] split.
 #[derive(Clone, Debug)]
@@ -22,38 +25,49 @@ pub enum Backend {
 /// The `backends` action: a split over proxies and fixed statuses.
 pub type Backends = Split<Backend>;
 
-/// A service over services: each request goes to one of them, with
-/// probability proportional to its weight. Weight 0 is never taken; when
-/// every weight is 0 each request gets 500.
+/// A service over services: each request goes to one of them, in proportion
+/// to its weight, in smooth weighted round-robin order (nginx's: 3:1 gives
+/// a a b a), so that every run of requests as long as the sum of the weights
+/// holds each service exactly its weight's number of times. Weight 0 is never
+/// taken; when every weight is 0 each request gets 500. Clones share the
+/// turn, so the shares hold over every request of every clone.
 #[derive(Clone, Debug)]
 pub struct Split<S> {
     /// Services with weight > 0 and the running total of weights up to each.
     shares: Vec<(u64, S)>,
-    total: u64,
+    /// Indices into `shares`, in turn order (empty when every weight is 0).
+    schedule: Arc<[u32]>,
+    cursor: Arc<AtomicUsize>,
 }
 
 impl<S> Split<S> {
     /// A split over `(service, weight)`.
     pub fn new(services: impl IntoIterator<Item = (S, u32)>) -> Self {
         let mut total = 0u64;
+        let mut weights = Vec::new();
         let shares = services
             .into_iter()
             .filter(|(_, weight)| *weight > 0)
             .map(|(service, weight)| {
+                weights.push(weight);
                 total += u64::from(weight);
                 (total, service)
             })
             .collect();
-        Self { shares, total }
+        Self {
+            shares,
+            schedule: smooth_schedule(&weights).into(),
+            cursor: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
-    /// The service for one request, or `None` when every weight is 0.
+    /// The service for the next request, or `None` when every weight is 0.
     pub fn choose(&self) -> Option<&S> {
-        if self.total == 0 {
+        if self.schedule.is_empty() {
             return None;
         }
-        let ticket = fastrand::u64(0..self.total);
-        let index = self.shares.partition_point(|(upto, _)| *upto <= ticket);
+        let turn = self.cursor.fetch_add(1, Relaxed);
+        let index = self.schedule[turn % self.schedule.len()] as usize;
         self.shares.get(index).map(|(_, service)| service)
     }
 
@@ -126,16 +140,26 @@ mod tests {
             (Backend::Status(StatusCode::SERVICE_UNAVAILABLE), 10),
             (Backend::Status(StatusCode::IM_A_TEAPOT), 0),
         ]);
-        let mut counts = [0u32; 3];
-        for _ in 0..10_000 {
-            match status_of(split.choose()) {
-                Some(200) => counts[0] += 1,
-                Some(503) => counts[1] += 1,
-                _ => counts[2] += 1,
-            }
+        // Every run of 100 turns, wherever it starts, holds exactly 90 and 10.
+        let turns: Vec<_> = (0..1_000).map(|_| status_of(split.choose())).collect();
+        for window in turns.windows(100) {
+            let ok = window.iter().filter(|s| **s == Some(200)).count();
+            let unavailable = window.iter().filter(|s| **s == Some(503)).count();
+            assert_eq!((ok, unavailable), (90, 10), "{window:?}");
         }
-        assert_eq!(counts[2], 0);
-        assert!((8_800..=9_200).contains(&counts[0]), "{counts:?}");
+    }
+
+    #[test]
+    fn turns_are_spread_and_shared_by_clones() {
+        let split = Split::new([("a", 3), ("b", 1)]);
+        let other = split.clone();
+        let order: Vec<_> = (0..8)
+            .map(|turn| {
+                let chosen = if turn % 2 == 0 { &split } else { &other };
+                *chosen.choose().unwrap()
+            })
+            .collect();
+        assert_eq!(order, ["a", "a", "b", "a", "a", "a", "b", "a"]);
     }
 
     #[test]

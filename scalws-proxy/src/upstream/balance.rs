@@ -233,7 +233,7 @@ fn less_loaded(a: &Endpoint, b: &Endpoint) -> bool {
 /// often as its weight, spread out (3:1 gives a a b a, not a a a b). Weights
 /// are divided by their GCD, and scaled down when their sum passes
 /// [`MAX_SCHEDULE`] (every non-zero weight keeps at least one turn).
-fn smooth_schedule(weights: &[u32]) -> Box<[u32]> {
+pub(crate) fn smooth_schedule(weights: &[u32]) -> Box<[u32]> {
     let divisor = weights
         .iter()
         .filter(|&&w| w > 0)

@@ -65,7 +65,7 @@
 //! Counters are atomics: `send` takes no lock.
 
 mod address;
-mod balance;
+pub(crate) mod balance;
 mod client;
 mod connector;
 mod endpoint;
