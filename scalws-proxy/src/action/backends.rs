@@ -156,10 +156,11 @@ mod tests {
         let order: Vec<_> = (0..8)
             .map(|turn| {
                 let chosen = if turn % 2 == 0 { &split } else { &other };
-                *chosen.choose().unwrap()
+                chosen.choose().copied()
             })
             .collect();
-        assert_eq!(order, ["a", "a", "b", "a", "a", "a", "b", "a"]);
+        let expected = ["a", "a", "b", "a", "a", "a", "b", "a"].map(Some);
+        assert_eq!(order, expected);
     }
 
     #[test]
