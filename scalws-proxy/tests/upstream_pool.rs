@@ -65,7 +65,7 @@ fn with_user(user: &str) -> Request<Body> {
     request
 }
 
-async fn text(response: Response<Incoming>) -> String {
+async fn text(response: Response<Body>) -> String {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
 }
@@ -690,6 +690,137 @@ async fn keep_alive_connection_closed_by_upstream_is_retried() {
     assert_eq!(text(response).await, "ok");
     assert_eq!(connections.load(SeqCst), 2);
     assert_eq!(requests.load(SeqCst), 3, "the second request went twice");
+}
+
+#[tokio::test]
+async fn a_post_on_an_idle_connection_the_upstream_closed_goes_unsent_to_a_new_one() {
+    // Answers one request per connection, then closes it: the pool's idle
+    // connection is dead by the time the POST comes.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (c, r) = (connections.clone(), requests.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            c.fetch_add(1, SeqCst);
+            let r = r.clone();
+            tokio::spawn(async move {
+                if read_head(&mut stream).await {
+                    r.fetch_add(1, SeqCst);
+                    let _ = stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                        .await;
+                    // Closed once the pool has put it back as idle.
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+            });
+        }
+    });
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    answered(&pool, get("/one")).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let post = Request::post("/two")
+        .header(header::HOST, "app.test")
+        .header(header::CONTENT_LENGTH, "4")
+        .body(Body::full("data"))
+        .unwrap();
+    let (response, _) = pool
+        .send(post)
+        .await
+        .expect("a request never written goes on a new connection, whatever its method");
+    assert_eq!(text(response).await, "ok");
+    assert_eq!(connections.load(SeqCst), 2);
+    assert_eq!(requests.load(SeqCst), 2, "the POST was written once");
+}
+
+#[tokio::test]
+async fn a_connection_is_reused_only_after_its_response_was_read_to_the_end() {
+    let upstream =
+        Upstream::start(|_request: Request<Incoming>| async move { ok(vec![b'x'; 256 * 1024]) })
+            .await;
+    let pool = UpstreamPool::new("api", options(&[upstream.addr])).unwrap();
+    for _ in 0..3 {
+        let (response, _) = pool.send(get("/")).await.unwrap();
+        assert_eq!(text(response).await.len(), 256 * 1024);
+    }
+    assert_eq!(upstream.connections(), 1, "read to the end: kept");
+    let (response, _) = pool.send(get("/")).await.unwrap();
+    drop(response);
+    let (response, _) = pool.send(get("/")).await.unwrap();
+    assert_eq!(text(response).await.len(), 256 * 1024);
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "the connection of a body dropped half read is not used again"
+    );
+    // A HEAD's response has no body to read: its connection is kept.
+    let head = Request::head("/")
+        .header(header::HOST, "app.test")
+        .body(Body::empty())
+        .unwrap();
+    let (response, _) = pool.send(head).await.unwrap();
+    drop(response);
+    answered(&pool, get("/")).await;
+    assert_eq!(upstream.connections(), 2);
+}
+
+#[tokio::test]
+async fn idle_timeout_and_max_idle_bound_the_kept_connections() {
+    let upstream = Upstream::named("a").await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            idle_timeout: Duration::from_millis(200),
+            ..options(&[upstream.addr])
+        },
+    )
+    .unwrap();
+    answered(&pool, get("/")).await;
+    answered(&pool, get("/")).await;
+    assert_eq!(upstream.connections(), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    answered(&pool, get("/")).await;
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "idle past idle_timeout: not used"
+    );
+
+    let other = Upstream::named("b").await;
+    let none_kept = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            max_idle_per_address: 0,
+            ..options(&[other.addr])
+        },
+    )
+    .unwrap();
+    for _ in 0..3 {
+        answered(&none_kept, get("/")).await;
+    }
+    assert_eq!(other.connections(), 3, "max_idle_per_address 0 keeps none");
+
+    // Four at once need four connections; one idle is kept, three closed.
+    let third = Upstream::start(|_request: Request<Incoming>| async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ok("slow")
+    })
+    .await;
+    let one_kept = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            max_idle_per_address: 1,
+            ..options(&[third.addr])
+        },
+    )
+    .unwrap();
+    let together = (0..4).map(|_| answered(&one_kept, get("/")));
+    futures_util::future::join_all(together).await;
+    assert_eq!(third.connections(), 4);
+    for _ in 0..3 {
+        answered(&one_kept, get("/")).await;
+    }
+    assert_eq!(third.connections(), 4, "the one kept served the next three");
 }
 
 // === HTTP/2 ===

@@ -518,7 +518,8 @@ applications:
             origin = origin.addr
         )
     };
-    let scalwsd = Scalwsd::start(dir, &yaml(1, "1MiB", "v1"), addr, Some(admin_addr), 2).await;
+    // One worker: idle upstream connections are kept per worker thread.
+    let scalwsd = Scalwsd::start(dir, &yaml(1, "1MiB", "v1"), addr, Some(admin_addr), 1).await;
     for _ in 0..2 {
         assert_eq!(get_once(addr, "/cached").await.unwrap().1, "from-origin");
     }

@@ -1,28 +1,62 @@
-//! The pooled hyper-util client of one address: keep-alive reuse, HTTP/2
-//! multiplexing, and a bounded response head.
+//! The client of one address: for `http1`, ours on hyper's `client::conn`
+//! (driven in the request's task, see `http1.rs`); for `http2` and `https`,
+//! hyper-util's pooled client (HTTP/2 multiplexing, ALPN). Both keep
+//! connections alive and bound the response head.
 
-use http::uri::Authority;
+use http::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use scalws_core::Body;
+use scalws_core::{Body, BoxError};
 
 use super::connector::Connector;
+use super::http1::Http1Client;
 use super::options::{Protocol, UpstreamOptions};
 
-/// The client type: one per address, shared by requests and health checks.
+/// hyper-util's pooled client, for `http2` and `https`.
 pub(crate) type PooledClient = Client<Connector, Body>;
+
+/// One per address, shared by requests and health checks.
+#[derive(Clone)]
+pub(crate) enum UpstreamClient {
+    Http1(Http1Client),
+    Pooled(PooledClient),
+}
+
+impl UpstreamClient {
+    /// Sends `request` and returns the response once its head arrived (the
+    /// body streams). For `http1` the URI must be origin-form and Host set.
+    #[inline]
+    pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+        match self {
+            Self::Http1(client) => client.request(request).await,
+            Self::Pooled(client) => match client.request(request).await {
+                Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
+                Err(error) => Err(error.into()),
+            },
+        }
+    }
+}
 
 /// hyper's HTTP/1 read buffer limit. A response head that does not fit fails
 /// (502) and hyper closes that connection. hyper may read up to twice this
 /// before it checks, so heads up to 32 KiB always pass and heads over 64 KiB
 /// always fail. (hyper's strict `max_header_size` is not exposed by
-/// hyper-util's legacy client.) It also caps one read of a response body.
+/// hyper-util's legacy client, and is kept for `http1` too, so that both
+/// answer alike.) It also caps one read of a response body.
 const HTTP1_MAX_BUF: usize = 32 * 1024;
 
 /// The HTTP/2 response header list limit.
 const HTTP2_MAX_HEADER_LIST: u32 = 64 * 1024;
 
-pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> PooledClient {
+pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> UpstreamClient {
+    if options.protocol == Protocol::Http1 {
+        return UpstreamClient::Http1(Http1Client::new(
+            connector,
+            HTTP1_MAX_BUF,
+            options.idle_timeout,
+            options.max_idle_per_address,
+        ));
+    }
     let mut builder = Client::builder(TokioExecutor::new());
     builder
         .timer(TokioTimer::new())
@@ -38,21 +72,7 @@ pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> PooledCl
         Protocol::Http2 => {
             builder.http2_only(true);
         }
-        // The pool sets Host itself (see `http1_pool_key`).
-        Protocol::Http1 => {
-            builder.set_host(false);
-        }
-        Protocol::Https => {}
+        Protocol::Http1 | Protocol::Https => {}
     }
-    builder.build(connector)
-}
-
-/// The URI authority of every request an `http1` pool sends. HTTP/1 goes out
-/// in origin-form with its own Host header, and the connector dials its one
-/// address whatever the URI names, so the authority is only hyper-util's pool
-/// key, which it hashes byte by byte and compares on every checkout and
-/// return. One client per address means one key: the shortest will do
-/// (`127.0.0.1:8080` cost ~2,000 instructions a request in hashing).
-pub(crate) fn http1_pool_key() -> Authority {
-    Authority::from_static("u")
+    UpstreamClient::Pooled(builder.build(connector))
 }

@@ -40,7 +40,7 @@ impl Connector {
         }
     }
 
-    async fn connect(self) -> Result<TokioIo<UpstreamStream>, BoxError> {
+    pub(crate) async fn connect(self) -> Result<TokioIo<UpstreamStream>, BoxError> {
         let address = self.address;
         let open = async {
             let tcp = TcpStream::connect(address).await?;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::HeaderValue;
 use http::uri::Authority;
 
-use super::client::PooledClient;
+use super::client::UpstreamClient;
 use super::options::Passive;
 
 /// The health of an address, as [`UpstreamPool::stats`](super::UpstreamPool::stats) reports it.
@@ -87,7 +87,7 @@ pub(crate) struct Endpoint {
     /// `ip:port` as a Host header, for HTTP/1 requests that came without one.
     host: HeaderValue,
     /// This address's pooled connections.
-    client: PooledClient,
+    client: UpstreamClient,
 }
 
 impl Endpoint {
@@ -95,7 +95,7 @@ impl Endpoint {
         address: SocketAddr,
         weight: u32,
         epoch: Instant,
-        client: PooledClient,
+        client: UpstreamClient,
     ) -> Self {
         let authority = Authority::from_maybe_shared(Bytes::from(address.to_string()))
             .unwrap_or_else(|_| Authority::from_static("invalid"));
@@ -134,7 +134,7 @@ impl Endpoint {
         &self.host
     }
 
-    pub(crate) fn client(&self) -> &PooledClient {
+    pub(crate) fn client(&self) -> &UpstreamClient {
         &self.client
     }
 

@@ -14,12 +14,10 @@ use std::sync::Arc;
 use http::uri::{PathAndQuery, Scheme};
 use http::{Request, Uri, header};
 use http_body::Body as _;
-use hyper::body::Incoming;
 use scalws_core::Body;
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
-use super::client;
 use super::endpoint::Endpoint;
 use super::options::HealthCheck;
 
@@ -32,7 +30,7 @@ pub(crate) struct Checker {
     pub(crate) name: Arc<str>,
     pub(crate) endpoints: Arc<[Endpoint]>,
     pub(crate) scheme: Scheme,
-    /// An `http1` pool: the URI carries the pool key and Host the address.
+    /// An `http1` pool: the URI is origin-form and Host the address.
     pub(crate) http1: bool,
     pub(crate) path: PathAndQuery,
     pub(crate) check: HealthCheck,
@@ -51,12 +49,12 @@ impl Checker {
             .map(|e| {
                 // Weight 0 is never chosen: no point checking it.
                 (e.weight() > 0).then(|| {
+                    if self.http1 {
+                        return Some(Uri::from(self.path.clone()));
+                    }
                     Uri::builder()
                         .scheme(self.scheme.clone())
-                        .authority(match self.http1 {
-                            true => client::http1_pool_key(),
-                            false => e.authority().clone(),
-                        })
+                        .authority(e.authority().clone())
                         .path_and_query(self.path.clone())
                         .build()
                         .ok()
@@ -156,7 +154,7 @@ struct Run {
 }
 
 /// Reads a check's response body (bounded) so the connection can be reused.
-async fn drain(mut body: Incoming) {
+async fn drain(mut body: Body) {
     let mut read = 0;
     while read <= MAX_DRAIN {
         match poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {

@@ -21,15 +21,19 @@
 //!    is available. **When every address is unavailable, the pool fails open**:
 //!    it sends to the address whose last failure is the oldest, rather than
 //!    refuse, since a check can be wrong and an answer is better than none.
-//! 2. **Send** through the pool's hyper-util client, which keeps connections
-//!    alive per address (`max_idle_per_address`, `idle_timeout`), multiplexes
-//!    HTTP/2, and speaks TLS with rustls for `https` (SNI, custom CA, ALPN;
-//!    verification on unless `verify: false`). Each address has its own
-//!    pooled client. The caller's Host header is kept. For `http1` the URI
-//!    becomes `http://{address}{path}` (sent in origin-form); for `http2` and
-//!    `https` it becomes `{scheme}://{host}{path}` with the request's Host, so
-//!    an HTTP/2 upstream gets `:authority` equal to Host (not the address);
-//!    there connections are kept per address and host.
+//! 2. **Send** through the address's own client, which keeps connections
+//!    alive (`max_idle_per_address`, `idle_timeout`). For `http1` it is
+//!    ScalWS's own, on hyper's `client::conn`: the connection is driven by
+//!    the request's future until the head and by the response body until it
+//!    ends, then goes back to an idle list of the worker thread (no channel,
+//!    no task, no lock); `max_idle_per_address` is per worker thread there.
+//!    For `http2` and `https` it is hyper-util's pooled client, which
+//!    multiplexes HTTP/2 and speaks TLS with rustls (SNI, custom CA, ALPN;
+//!    verification on unless `verify: false`). The caller's Host header is
+//!    kept. For `http1` the URI becomes the path and query (origin-form);
+//!    for `http2` and `https` it becomes `{scheme}://{host}{path}` with the
+//!    request's Host, so an HTTP/2 upstream gets `:authority` equal to Host
+//!    (not the address); there connections are kept per address and host.
 //! 3. **Wait for the response head** within `request_timeout`, which bounds
 //!    connecting and every retry together; past it: [`UpstreamError::TimedOut`]
 //!    (504), not retried. The body is not awaited: it streams to the caller.
@@ -41,8 +45,9 @@
 //!    garbage or an oversized head (HTTP/1: up to 32 KiB always passes, over
 //!    64 KiB always fails; HTTP/2: a 64 KiB header list) is not retried; it is
 //!    [`UpstreamError::Unavailable`] (502) and that connection is not reused.
-//!    A reused keep-alive connection that the upstream closed before the
-//!    request was written is retried by hyper-util itself on a new connection.
+//!    A request on a reused keep-alive connection that the upstream closed
+//!    before the request was written goes again on another connection,
+//!    whatever its method, without counting as a retry.
 //!
 //! ## Health
 //!
@@ -71,6 +76,7 @@ mod connector;
 mod endpoint;
 mod error;
 mod health;
+mod http1;
 mod options;
 mod pool;
 mod rendezvous;

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Response, StatusCode, Uri, Version, header};
-use hyper::body::Incoming;
 use scalws_core::Body;
 use tokio::task::AbortHandle;
 
@@ -38,11 +37,11 @@ struct Inner {
     endpoints: Arc<[Endpoint]>,
     balancer: Balancer,
     scheme: Scheme,
-    /// HTTP/2 (and maybe, by ALPN, https) sends the URI's authority as
-    /// `:authority`: there it is the request's Host rather than the address.
-    host_authority: bool,
-    /// The URI authority of HTTP/1 requests (`client::http1_pool_key`).
-    pool_key: Authority,
+    /// `http1`: origin-form URIs and a Host header, on our own client.
+    /// Otherwise HTTP/2 (and maybe, by ALPN, https) sends the URI's
+    /// authority as `:authority`: there it is the request's Host rather
+    /// than the address.
+    http1: bool,
     version: Version,
     request_timeout: std::time::Duration,
     retries: u32,
@@ -159,8 +158,7 @@ impl UpstreamPool {
                 name,
                 endpoints,
                 scheme,
-                host_authority: options.protocol != Protocol::Http1,
-                pool_key: client::http1_pool_key(),
+                http1: options.protocol == Protocol::Http1,
                 version: match options.protocol {
                     Protocol::Http2 => Version::HTTP_2,
                     _ => Version::HTTP_11,
@@ -196,7 +194,7 @@ impl UpstreamPool {
     pub async fn send(
         &self,
         request: Request<Body>,
-    ) -> Result<(Response<Incoming>, SocketAddr), UpstreamError> {
+    ) -> Result<(Response<Body>, SocketAddr), UpstreamError> {
         let inner = &*self.inner;
         let deadline = tokio::time::Instant::now() + inner.request_timeout;
         let key = inner.balancer.key(&request);
@@ -276,10 +274,11 @@ impl tower::Service<Request<Body>> for UpstreamPool {
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let pool = self.clone();
         Box::pin(async move {
-            let (response, address) = pool.send(request).await?;
-            let (mut parts, body) = response.into_parts();
-            parts.extensions.insert(super::UpstreamAddress(address));
-            Ok(Response::from_parts(parts, Body::incoming(body, u64::MAX)))
+            let (mut response, address) = pool.send(request).await?;
+            response
+                .extensions_mut()
+                .insert(super::UpstreamAddress(address));
+            Ok(response)
         })
     }
 }
@@ -346,22 +345,21 @@ impl Inner {
         index: usize,
         mut request: Request<Body>,
         deadline: tokio::time::Instant,
-    ) -> Result<Response<Incoming>, Failure> {
+    ) -> Result<Response<Body>, Failure> {
         let endpoint = &self.endpoints[index];
-        let authority = match self.host_authority {
-            true => host_authority(&request).unwrap_or_else(|| endpoint.authority().clone()),
-            // HTTP/1 sends origin-form with Host (the address when the client
-            // sent none): the authority is only the pool key.
-            false => {
-                request
-                    .headers_mut()
-                    .entry(header::HOST)
-                    .or_insert_with(|| endpoint.host().clone());
-                self.pool_key.clone()
-            }
-        };
         let uri = std::mem::take(request.uri_mut());
-        *request.uri_mut() = self.target(authority, uri).map_err(Failure::Final)?;
+        *request.uri_mut() = if self.http1 {
+            // Origin-form, with Host (the address when the client sent none).
+            request
+                .headers_mut()
+                .entry(header::HOST)
+                .or_insert_with(|| endpoint.host().clone());
+            origin_form(uri)
+        } else {
+            let authority =
+                host_authority(&request).unwrap_or_else(|| endpoint.authority().clone());
+            self.target(authority, uri).map_err(Failure::Final)?
+        };
         *request.version_mut() = self.version;
         let body = sent::watch(&mut request);
         let _in_flight = endpoint.begin();
@@ -371,11 +369,11 @@ impl Inner {
                 Ok(response)
             }
             Ok(Err(error)) => {
-                if let Some(status) = body.as_ref().and_then(|b| b.client_fault(&error)) {
-                    return Err(Failure::Client(status, error.into()));
+                if let Some(status) = body.as_ref().and_then(|b| b.client_fault(error.as_ref())) {
+                    return Err(Failure::Client(status, error));
                 }
                 endpoint.record_failure(self.passive);
-                Err(Failure::from_client(error))
+                Err(Failure::from_error(error))
             }
             Err(_elapsed)
                 if body
@@ -411,6 +409,15 @@ impl Inner {
             name: self.name.to_string(),
             source: Some(source),
         }
+    }
+}
+
+/// The URI's path and query alone (`/` when it has none).
+fn origin_form(uri: Uri) -> Uri {
+    match uri.path_and_query() {
+        Some(_) if uri.scheme().is_none() && uri.authority().is_none() => uri,
+        Some(path) => Uri::from(path.clone()),
+        None => Uri::from_static("/"),
     }
 }
 

@@ -12,6 +12,8 @@ use std::error::Error as StdError;
 use http::{HeaderMap, Method, Request, StatusCode, Uri, Version, header};
 use scalws_core::{Body, BoxError, ConnInfo};
 
+use super::error::{ConnectFailed, ConnectTimedOut};
+
 /// What is needed to send a request again: it had an empty body.
 pub(crate) struct Replay {
     method: Method,
@@ -80,22 +82,30 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    /// Sorts a client error: connect failures and resets/closes before the
+    /// Sorts a client's error: connect failures and resets/closes before the
     /// head may be retried; parse errors (garbage, oversized head) may not.
-    pub(crate) fn from_client(error: hyper_util::client::legacy::Error) -> Self {
-        if error.is_connect() || !is_bad_response(&error) {
-            Self::BeforeResponse(error.into())
+    pub(crate) fn from_error(error: BoxError) -> Self {
+        if is_bad_response(error.as_ref()) {
+            Self::Final(error)
         } else {
-            Self::Final(error.into())
+            Self::BeforeResponse(error)
         }
     }
 }
 
 /// The upstream sent bytes that are not a usable response head, or hyper
-/// refused the request as given.
+/// refused the request as given; not a failure to connect.
 fn is_bad_response(error: &(dyn StdError + 'static)) -> bool {
-    let mut cause = error.source();
+    let mut cause = Some(error);
     while let Some(e) = cause {
+        if e.is::<ConnectFailed>() || e.is::<ConnectTimedOut>() {
+            return false;
+        }
+        if let Some(legacy) = e.downcast_ref::<hyper_util::client::legacy::Error>()
+            && legacy.is_connect()
+        {
+            return false;
+        }
         if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
             return hyper.is_parse() || hyper.is_parse_status() || hyper.is_user();
         }

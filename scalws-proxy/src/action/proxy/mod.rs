@@ -275,8 +275,7 @@ async fn forward(
                 if observed {
                     parts.extensions.insert(UpstreamAddress(address));
                 }
-                // The client's own limit is for request bodies; the response is the upstream's to size.
-                (parts, Body::incoming(body, u64::MAX))
+                (parts, body)
             }
             Err(error) => return failed(&error, error.status()),
         },
