@@ -69,7 +69,9 @@ struct Held {
 }
 
 struct Idle {
-    held: Held,
+    /// Boxed once per connection: a request, its body and the idle list
+    /// move a pointer, not hyper's connection state.
+    held: Box<Held>,
     since: Instant,
 }
 
@@ -104,7 +106,9 @@ impl Http1Client {
         loop {
             let (mut held, reused) = match self.checkout() {
                 Some(held) => (held, true),
-                None => (self.connect().await?, false),
+                // Boxed: the connect future is large and rarely needed, and
+                // the request's future is moved into a box of its own.
+                None => (Box::pin(self.connect()).await?, false),
             };
             let mut response = std::pin::pin!(held.sender.try_send_request(request));
             let mut conn = None;
@@ -113,11 +117,11 @@ impl Http1Client {
                 // request: it gets a task of its own, and is not reused.
                 tokio::spawn(held.conn.with_upgrades());
             } else {
-                conn = Some(held.conn);
+                conn = Some(held);
             }
             let result = poll_fn(|cx| {
                 if let Some(c) = conn.as_mut()
-                    && Pin::new(c).poll(cx).is_ready()
+                    && Pin::new(&mut c.conn).poll(cx).is_ready()
                 {
                     // Closed or failed: dropping it hands back a request
                     // it never took, or ends the response's wait.
@@ -129,13 +133,7 @@ impl Http1Client {
             match result {
                 Ok(response) => {
                     return Ok(match conn {
-                        Some(conn) => {
-                            let held = Held {
-                                sender: held.sender,
-                                conn,
-                            };
-                            response.map(|body| self.streamed(body, held))
-                        }
+                        Some(held) => response.map(|body| self.streamed(body, held)),
                         None => response.map(|body| Body::incoming(body, u64::MAX)),
                     });
                 }
@@ -149,13 +147,13 @@ impl Http1Client {
         }
     }
 
-    async fn connect(&self) -> Result<Held, BoxError> {
+    async fn connect(&self) -> Result<Box<Held>, BoxError> {
         let io = self.shared.connector.clone().connect().await?;
         let (sender, conn) = self.shared.builder.handshake(io).await?;
-        Ok(Held { sender, conn })
+        Ok(Box::new(Held { sender, conn }))
     }
 
-    fn streamed(&self, body: Incoming, held: Held) -> Body {
+    fn streamed(&self, body: Incoming, held: Box<Held>) -> Body {
         Body::new(Streamed {
             body,
             held: Some(held),
@@ -166,7 +164,7 @@ impl Http1Client {
     }
 
     /// The newest idle connection of this thread, when one is young enough.
-    fn checkout(&self) -> Option<Held> {
+    fn checkout(&self) -> Option<Box<Held>> {
         let shared = &*self.shared;
         IDLE.try_with(|lists| {
             let mut lists = lists.borrow_mut();
@@ -185,7 +183,7 @@ impl Http1Client {
     }
 
     /// Back to this thread's idle list, if it has room.
-    fn checkin(&self, held: Held) {
+    fn checkin(&self, held: Box<Held>) {
         let shared = &self.shared;
         if shared.max_idle == 0 {
             return;
@@ -273,7 +271,7 @@ impl Hasher for IdHasher {
 struct Streamed {
     body: Incoming,
     /// `None` once the connection closed, failed or was handed back.
-    held: Option<Held>,
+    held: Option<Box<Held>>,
     client: Http1Client,
     /// The last poll gave data: an error now waits one turn (see `poll_frame`).
     gave_data: bool,
