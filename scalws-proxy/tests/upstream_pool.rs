@@ -765,6 +765,82 @@ async fn a_connection_is_reused_only_after_its_response_was_read_to_the_end() {
 }
 
 #[tokio::test]
+async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() {
+    // Answers as soon as the head is in, then reads the 30,000-byte body,
+    // then serves a second request on the same connection.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (connections, body_bytes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (c, b) = (connections.clone(), body_bytes.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            c.fetch_add(1, SeqCst);
+            let b = b.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                stream.write_all(ok).await.unwrap();
+                let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                let mut got = seen.len() - head_end;
+                while got < 30_000 {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got += n,
+                    }
+                }
+                b.store(got, SeqCst);
+                if read_head(&mut stream).await {
+                    stream.write_all(ok).await.unwrap();
+                }
+            });
+        }
+    });
+    let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
+    let (tx, rx) =
+        tokio::sync::mpsc::channel::<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>(4);
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let post = Request::post("/upload")
+        .header(header::HOST, "app.test")
+        .header(header::CONTENT_LENGTH, "30000")
+        .body(Body::new(http_body_util::StreamBody::new(stream)))
+        .unwrap();
+    tx.send(Ok(http_body::Frame::data(vec![b'a'; 10_000].into())))
+        .await
+        .unwrap();
+    let (response, _) = pool.send(post).await.unwrap();
+    assert_eq!(
+        text(response).await,
+        "ok",
+        "answered before the body was all sent"
+    );
+    for _ in 0..2 {
+        tx.send(Ok(http_body::Frame::data(vec![b'b'; 10_000].into())))
+            .await
+            .unwrap();
+    }
+    drop(tx);
+    wait_until("the whole body reached the upstream", || {
+        body_bytes.load(SeqCst) == 30_000
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    answered(&pool, get("/next")).await;
+    assert_eq!(
+        connections.load(SeqCst),
+        1,
+        "the connection was kept after the upload"
+    );
+}
+
+#[tokio::test]
 async fn idle_timeout_and_max_idle_bound_the_kept_connections() {
     let upstream = Upstream::named("a").await;
     let pool = UpstreamPool::new(

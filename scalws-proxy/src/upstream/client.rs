@@ -19,7 +19,8 @@ pub(crate) type PooledClient = Client<Connector, Body>;
 #[derive(Clone)]
 pub(crate) enum UpstreamClient {
     Http1(Http1Client),
-    Pooled(PooledClient),
+    /// Boxed: hyper-util's client is some 350 bytes, ours a pointer.
+    Pooled(Box<PooledClient>),
 }
 
 impl UpstreamClient {
@@ -74,5 +75,5 @@ pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> Upstream
         }
         Protocol::Http1 | Protocol::Https => {}
     }
-    UpstreamClient::Pooled(builder.build(connector))
+    UpstreamClient::Pooled(Box::new(builder.build(connector)))
 }

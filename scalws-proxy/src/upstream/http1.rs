@@ -163,6 +163,20 @@ impl Http1Client {
         })
     }
 
+    /// Drives a connection whose response has ended until its request has
+    /// been sent too, then hands it back if hyper is ready for another.
+    async fn finish_sending(self, mut held: Box<Held>) {
+        let ready = poll_fn(|cx| match Pin::new(&mut held.conn).poll(cx) {
+            Poll::Ready(_) => Poll::Ready(false),
+            Poll::Pending if held.sender.is_ready() => Poll::Ready(true),
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        if ready {
+            self.checkin(held);
+        }
+    }
+
     /// The newest idle connection of this thread, when one is young enough.
     fn checkout(&self) -> Option<Box<Held>> {
         let shared = &*self.shared;
@@ -288,8 +302,17 @@ impl Streamed {
             return;
         };
         let mut cx = Context::from_waker(Waker::noop());
-        if Pin::new(&mut held.conn).poll(&mut cx).is_pending() && held.sender.is_ready() {
+        if Pin::new(&mut held.conn).poll(&mut cx).is_ready() {
+            return;
+        }
+        if held.sender.is_ready() {
             self.client.checkin(held);
+        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // The response ended before the request did (an early answer
+            // to an upload): the rest of the request body still goes, in a
+            // task of its own, and the connection comes back after it if
+            // it can.
+            runtime.spawn(self.client.clone().finish_sending(held));
         }
     }
 }
@@ -330,7 +353,12 @@ impl http_body::Body for Streamed {
                 return Poll::Ready(Some(Err(error.into())));
             }
             Poll::Ready(None) => this.finish(),
-            Poll::Ready(Some(Ok(_))) if this.body.is_end_stream() => this.finish(),
+            // hyper's server polls no further after trailers.
+            Poll::Ready(Some(Ok(ref frame)))
+                if frame.is_trailers() || this.body.is_end_stream() =>
+            {
+                this.finish();
+            }
             Poll::Ready(Some(Ok(_))) => this.gave_data = true,
             Poll::Pending => this.gave_data = false,
         }
