@@ -95,35 +95,50 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 async fn raw_server(
     answer: impl Fn(usize) -> Option<Vec<u8>> + Send + Sync + 'static,
 ) -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let answer = Arc::new(answer);
+    let r = requests.clone();
+    let (addr, connections) = each_connection(move |mut stream| {
+        let (answer, requests) = (answer.clone(), r.clone());
+        async move {
+            for n in 0.. {
+                if !read_head(&mut stream).await {
+                    return;
+                }
+                requests.fetch_add(1, SeqCst);
+                match answer(n) {
+                    Some(bytes) => {
+                        if stream.write_all(&bytes).await.is_err() {
+                            return;
+                        }
+                    }
+                    None => return,
+                }
+            }
+        }
+    })
+    .await;
+    (addr, connections, requests)
+}
+
+/// A raw TCP server on 127.0.0.1 that runs `serve` on each connection in a
+/// task of its own, and counts the connections.
+async fn each_connection<F, Fut>(serve: F) -> (SocketAddr, Arc<AtomicUsize>)
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let connections = Arc::new(AtomicUsize::new(0));
-    let requests = Arc::new(AtomicUsize::new(0));
-    let answer = Arc::new(answer);
-    let (c, r) = (connections.clone(), requests.clone());
+    let c = connections.clone();
     tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
+        while let Ok((stream, _)) = listener.accept().await {
             c.fetch_add(1, SeqCst);
-            let (answer, requests) = (answer.clone(), r.clone());
-            tokio::spawn(async move {
-                for n in 0.. {
-                    if !read_head(&mut stream).await {
-                        return;
-                    }
-                    requests.fetch_add(1, SeqCst);
-                    match answer(n) {
-                        Some(bytes) => {
-                            if stream.write_all(&bytes).await.is_err() {
-                                return;
-                            }
-                        }
-                        None => return,
-                    }
-                }
-            });
+            tokio::spawn(serve(stream));
         }
     });
-    (addr, connections, requests)
+    (addr, connections)
 }
 
 async fn read_head(stream: &mut TcpStream) -> bool {
@@ -696,26 +711,22 @@ async fn keep_alive_connection_closed_by_upstream_is_retried() {
 async fn a_post_on_an_idle_connection_the_upstream_closed_goes_unsent_to_a_new_one() {
     // Answers one request per connection, then closes it: the pool's idle
     // connection is dead by the time the POST comes.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (c, r) = (connections.clone(), requests.clone());
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            c.fetch_add(1, SeqCst);
-            let r = r.clone();
-            tokio::spawn(async move {
-                if read_head(&mut stream).await {
-                    r.fetch_add(1, SeqCst);
-                    let _ = stream
-                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
-                        .await;
-                    // Closed once the pool has put it back as idle.
-                    tokio::time::sleep(Duration::from_millis(30)).await;
-                }
-            });
+    let requests = Arc::new(AtomicUsize::new(0));
+    let r = requests.clone();
+    let (addr, connections) = each_connection(move |mut stream| {
+        let r = r.clone();
+        async move {
+            if read_head(&mut stream).await {
+                r.fetch_add(1, SeqCst);
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await;
+                // Closed once the pool has put it back as idle.
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
         }
-    });
+    })
+    .await;
     let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
     answered(&pool, get("/one")).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -768,40 +779,36 @@ async fn a_connection_is_reused_only_after_its_response_was_read_to_the_end() {
 async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() {
     // Answers as soon as the head is in, then reads the 30,000-byte body,
     // then serves a second request on the same connection.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (connections, body_bytes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (c, b) = (connections.clone(), body_bytes.clone());
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            c.fetch_add(1, SeqCst);
-            let b = b.clone();
-            tokio::spawn(async move {
-                let mut seen = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen.extend_from_slice(&chunk[..n]),
-                    }
+    let body_bytes = Arc::new(AtomicUsize::new(0));
+    let b = body_bytes.clone();
+    let (addr, connections) = each_connection(move |mut stream| {
+        let b = b.clone();
+        async move {
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&chunk[..n]),
                 }
-                let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            }
+            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            stream.write_all(ok).await.unwrap();
+            let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let mut got = seen.len() - head_end;
+            while got < 30_000 {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            b.store(got, SeqCst);
+            if read_head(&mut stream).await {
                 stream.write_all(ok).await.unwrap();
-                let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-                let mut got = seen.len() - head_end;
-                while got < 30_000 {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => got += n,
-                    }
-                }
-                b.store(got, SeqCst);
-                if read_head(&mut stream).await {
-                    stream.write_all(ok).await.unwrap();
-                }
-            });
+            }
         }
-    });
+    })
+    .await;
     let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
     let (tx, rx) =
         tokio::sync::mpsc::channel::<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>(4);
