@@ -33,8 +33,8 @@ pub type Backends = Split<Backend>;
 /// turn, so the shares hold over every request of every clone.
 #[derive(Clone, Debug)]
 pub struct Split<S> {
-    /// Services with weight > 0 and the running total of weights up to each.
-    shares: Vec<(u64, S)>,
+    /// Services with weight > 0, with their weights.
+    shares: Vec<(S, u32)>,
     /// Indices into `shares`, in turn order (empty when every weight is 0).
     schedule: Arc<[u32]>,
     cursor: Arc<AtomicUsize>,
@@ -43,20 +43,14 @@ pub struct Split<S> {
 impl<S> Split<S> {
     /// A split over `(service, weight)`.
     pub fn new(services: impl IntoIterator<Item = (S, u32)>) -> Self {
-        let mut total = 0u64;
-        let mut weights = Vec::new();
-        let shares = services
+        let shares: Vec<(S, u32)> = services
             .into_iter()
             .filter(|(_, weight)| *weight > 0)
-            .map(|(service, weight)| {
-                weights.push(weight);
-                total += u64::from(weight);
-                (total, service)
-            })
             .collect();
+        let weights: Vec<u32> = shares.iter().map(|(_, weight)| *weight).collect();
         Self {
-            shares,
             schedule: smooth_schedule(&weights).into(),
+            shares,
             cursor: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -68,17 +62,14 @@ impl<S> Split<S> {
         }
         let turn = self.cursor.fetch_add(1, Relaxed);
         let index = self.schedule[turn % self.schedule.len()] as usize;
-        self.shares.get(index).map(|(_, service)| service)
+        self.shares.get(index).map(|(service, _)| service)
     }
 
     /// The services and their weights, in order.
     pub fn shares(&self) -> impl Iterator<Item = (&S, u64)> {
-        let mut previous = 0;
-        self.shares.iter().map(move |(upto, service)| {
-            let weight = upto - previous;
-            previous = *upto;
-            (service, weight)
-        })
+        self.shares
+            .iter()
+            .map(|(service, weight)| (service, u64::from(*weight)))
     }
 }
 

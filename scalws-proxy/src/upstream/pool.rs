@@ -187,8 +187,9 @@ impl UpstreamPool {
     ///
     /// The request is prepared by the caller: its Host header is kept as is.
     /// Its URI may be origin-form or absolute: only its path and query are
-    /// used (`/` when it has none); the authority sent is the address for
-    /// `http1`, the Host header for `http2` and `https` (HTTP/2's
+    /// used (`/` when it has none). `http1` sends them in origin-form with
+    /// the Host header (the address's `ip:port` when there is none); `http2`
+    /// and `https` send the Host header as the authority (HTTP/2's
     /// `:authority`). Its version is set to what the pool speaks (HTTP/1.1,
     /// or HTTP/2 for `http2`; ALPN decides for `https`).
     pub async fn send(
