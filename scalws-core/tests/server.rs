@@ -334,3 +334,111 @@ async fn connections_past_max_connections_wait_in_the_backlog() {
     let reply = test_support::read_until_close(&mut second, Duration::from_secs(5)).await;
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 }
+
+/// One response off a raw HTTP/1.1 connection: its head, then a body of
+/// the Content-Length the head gives.
+async fn read_response<R: tokio::io::AsyncRead + Unpin>(stream: &mut R) -> (String, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .expect("no response head within 5 s")
+            .unwrap();
+        assert_eq!(
+            n,
+            1,
+            "closed mid-head after {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8(bytes).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .expect("a Content-Length")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut body))
+        .await
+        .expect("no whole body within 5 s")
+        .unwrap();
+    (head, body)
+}
+
+/// Between requests, an HTTP/1.1 connection gives its read and write
+/// buffers back (the vendored hyper's change) and takes new ones when the
+/// next request comes: whatever arrives after an idle spell is read whole,
+/// in one write or in pieces, pipelined or large, and a client's close is
+/// still seen.
+#[tokio::test]
+async fn what_comes_after_an_idle_spell_is_read_whole() {
+    let server = start(Limits::default());
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let idle = || tokio::time::sleep(Duration::from_millis(150));
+    let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    stream.write_all(get).await.unwrap();
+    let (head, body) = read_response(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, b"edge http HTTP/1.1");
+
+    // A head, then after a pause its body.
+    idle().await;
+    stream
+        .write_all(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stream.write_all(b"hello").await.unwrap();
+    assert_eq!(read_response(&mut stream).await.1, b"hello");
+
+    // Two requests in one write.
+    idle().await;
+    let mut two = get.to_vec();
+    two.extend_from_slice(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+    stream.write_all(&two).await.unwrap();
+    assert_eq!(read_response(&mut stream).await.1, b"edge http HTTP/1.1");
+    assert_eq!(read_response(&mut stream).await.1, b"abc");
+
+    // A head a few bytes at a time.
+    idle().await;
+    for piece in get.chunks(4) {
+        stream.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(read_response(&mut stream).await.1, b"edge http HTTP/1.1");
+
+    // A body far larger than one buffer, echoed whole.
+    idle().await;
+    let large: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let head = format!(
+        "POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        large.len()
+    );
+    let (mut read, mut write) = stream.into_split();
+    let sent = large.clone();
+    let writer = tokio::spawn(async move {
+        write.write_all(head.as_bytes()).await.unwrap();
+        write.write_all(&sent).await.unwrap();
+        write
+    });
+    let echoed = read_response(&mut read).await.1;
+    let write = writer.await.unwrap();
+    assert_eq!(echoed.len(), large.len());
+    assert!(echoed == large, "the echoed body differs");
+    stream = read.reunite(write).unwrap();
+
+    // The client's close, while idle, closes the connection.
+    idle().await;
+    stream.shutdown().await.unwrap();
+    assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
+}

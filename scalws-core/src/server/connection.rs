@@ -22,7 +22,7 @@ use tower::Service;
 
 use super::activity::{Activity, Verdict};
 use super::edge::Edge;
-use super::io::{ConnectionWatcher, TrackedIo};
+use super::io::{ConnectionWatcher, Socket, TrackedIo};
 #[cfg(feature = "tls")]
 use super::io::{SendDeadline, Watched};
 use super::limits::Limits;
@@ -133,7 +133,7 @@ where
             continue;
         }
         acceptor.connections.spawn(connection.serve(
-            stream,
+            Socket::new(stream),
             edge,
             service,
             Some(state.limits.send_timeout),

@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::activity::Activity;
@@ -205,5 +206,71 @@ impl<T: AsyncWrite, W: Watcher> AsyncWrite for Watched<T, W> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.project().inner.poll_shutdown(cx)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A plain connection's socket as hyper's HTTP/1 server reads it. A
+    /// zero-length read waits until the socket is readable, without a system
+    /// call: the vendored hyper (scalws-core/vendor/hyper/PATCHED.md) reads so
+    /// between requests, and releases its buffers while that read is
+    /// pending, so an idle keep-alive connection holds none. (tokio's
+    /// `TcpStream` would make a zero-length `read(2)` when it is readable:
+    /// one more system call per request.)
+    pub(crate) struct Socket {
+        #[pin]
+        stream: TcpStream,
+    }
+}
+
+impl Socket {
+    pub(crate) fn new(stream: TcpStream) -> Self {
+        Self { stream }
+    }
+}
+
+impl AsyncRead for Socket {
+    #[inline]
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if buf.remaining() == 0 {
+            return self.stream.poll_read_ready(cx);
+        }
+        self.project().stream.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Socket {
+    #[inline]
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write(cx, buf)
+    }
+
+    #[inline]
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().stream.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().stream.poll_shutdown(cx)
     }
 }

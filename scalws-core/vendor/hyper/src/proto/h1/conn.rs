@@ -540,7 +540,14 @@ where
 
         if !self.io.is_read_blocked() {
             if self.io.read_buf().is_empty() {
-                match self.io.poll_read_from_io(cx) {
+                // ScalWS: a server going idle releases its buffers (see
+                // `poll_read_from_io_idle`).
+                let read = if T::should_read_first() {
+                    self.io.poll_read_from_io_idle(cx)
+                } else {
+                    self.io.poll_read_from_io(cx)
+                };
+                match read {
                     Poll::Ready(Ok(n)) => {
                         if n == 0 {
                             trace!("maybe_notify; read eof");
@@ -564,6 +571,11 @@ where
                 }
             }
             self.state.notify_read = true;
+        } else if T::should_read_first() {
+            // ScalWS: the read that watched for the client closing while the
+            // response was made is pending and found nothing: the buffers
+            // can go (see `poll_read_from_io_idle`).
+            self.io.release_idle_buffers();
         }
     }
 

@@ -14,6 +14,21 @@ use crate::common::buf::BufList;
 /// The initial buffer size allocated before trying to read from IO.
 pub(crate) const INIT_BUFFER_SIZE: usize = 8192;
 
+/// ScalWS: the largest write buffer an idle connection keeps.
+const KEPT_HEADERS_BUFFER: usize = 2048;
+
+/// ScalWS: how many read buffers given back by idle connections a thread
+/// keeps for the next connection that reads (see `release_idle_buffers`).
+const SPARE_READ_BUFFERS: usize = 16;
+
+std::thread_local! {
+    /// ScalWS: read buffers of `INIT_BUFFER_SIZE` to twice that, empty and
+    /// unshared, given back by idle connections on this thread: a busy
+    /// thread takes them back instead of allocating a buffer per request.
+    static SPARE_READ_BUFS: std::cell::RefCell<Vec<BytesMut>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The minimum value that can be set to max buffer size.
 pub(crate) const MINIMUM_MAX_BUFFER_SIZE: usize = INIT_BUFFER_SIZE;
 
@@ -221,7 +236,13 @@ where
                     self.partial_len = None;
                 }
             }
-            if ready!(self.poll_read_from_io(cx)).map_err(crate::Error::new_io)? == 0 {
+            // ScalWS: a server waiting for a head holds no buffer while idle.
+            let read = if S::should_read_first() {
+                self.poll_read_from_io_idle(cx)
+            } else {
+                self.poll_read_from_io(cx)
+            };
+            if ready!(read).map_err(crate::Error::new_io)? == 0 {
                 trace!("parse eof");
                 return Poll::Ready(Err(crate::Error::new_incomplete()));
             }
@@ -238,6 +259,13 @@ where
                 .max()
                 .saturating_sub(self.read_buf.len()),
         );
+        if self.read_buf.capacity() == 0 {
+            // ScalWS: a spare buffer of this thread, if there is one (see
+            // `release_idle_buffers`).
+            if let Ok(Some(spare)) = SPARE_READ_BUFS.try_with(|bufs| bufs.borrow_mut().pop()) {
+                self.read_buf = spare;
+            }
+        }
         if self.read_buf_remaining_mut() < next {
             self.read_buf.reserve(next);
         }
@@ -264,6 +292,63 @@ where
                 Poll::Pending
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        }
+    }
+
+    /// ScalWS: `poll_read_from_io` between messages. With nothing buffered
+    /// but a buffer held, a zero-length read first asks the IO whether it is
+    /// readable; if it is not, the buffers are released (see
+    /// `release_idle_buffers`) before `Pending`, so that an idle keep-alive
+    /// connection holds no read buffer. An IO that answers a zero-length
+    /// read at once (as most do) is read as before; one that waits for
+    /// readiness (ScalWS' listeners) gets its buffer released while idle.
+    /// With no buffer held (released, or a new connection) it reads at once:
+    /// it was woken for the next request.
+    pub(crate) fn poll_read_from_io_idle(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        if self.read_buf.is_empty() && self.read_buf.capacity() > 0 {
+            let mut nothing: [u8; 0] = [];
+            let mut probe = ReadBuf::new(&mut nothing);
+            match Pin::new(&mut self.io).poll_read(cx, probe.unfilled()) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    self.read_blocked = true;
+                    self.release_idle_buffers();
+                    return Poll::Pending;
+                }
+            }
+        }
+        self.poll_read_from_io(cx)
+    }
+
+    /// ScalWS: frees an empty read buffer, and an empty write buffer that
+    /// has grown past what a response head needs (a flattened body), for a
+    /// connection between messages whose read is pending. The write buffer
+    /// of heads alone is kept: it is small (allocated by the first head, not
+    /// at `INIT_BUFFER_SIZE`), and keeping it spares an allocation per
+    /// response.
+    pub(crate) fn release_idle_buffers(&mut self) {
+        if self.read_buf.is_empty() && self.read_buf.capacity() > 0 {
+            let mut spare = std::mem::take(&mut self.read_buf);
+            // Unshared (the last request's head is gone) and of the usual
+            // size: kept for the next reader on this thread, up to
+            // SPARE_READ_BUFFERS; otherwise freed here.
+            if spare.try_reclaim(INIT_BUFFER_SIZE) && spare.capacity() <= 2 * INIT_BUFFER_SIZE {
+                let _ = SPARE_READ_BUFS.try_with(|bufs| {
+                    let mut bufs = bufs.borrow_mut();
+                    if bufs.len() < SPARE_READ_BUFFERS {
+                        bufs.push(spare);
+                    }
+                });
+            }
+        }
+        if self.write_buf.remaining() == 0
+            && self.write_buf.headers.bytes.capacity() > KEPT_HEADERS_BUFFER
+        {
+            self.write_buf.headers = Cursor::new(Vec::new());
         }
     }
 
@@ -535,7 +620,8 @@ pub(super) struct WriteBuf<B> {
 impl<B: Buf> WriteBuf<B> {
     fn new(strategy: WriteStrategy) -> WriteBuf<B> {
         WriteBuf {
-            headers: Cursor::new(Vec::with_capacity(INIT_BUFFER_SIZE)),
+            // ScalWS: allocated by the first head, not with the connection.
+            headers: Cursor::new(Vec::new()),
             max_buf_size: DEFAULT_MAX_BUFFER_SIZE,
             queue: BufList::new(),
             strategy,
@@ -902,7 +988,7 @@ mod tests {
 
         assert_eq!(write_buf.chunk(), b", ");
         assert_eq!(write_buf.headers.pos, 11);
-        assert_eq!(write_buf.headers.bytes.capacity(), INIT_BUFFER_SIZE);
+        assert!(write_buf.headers.bytes.capacity() >= 13);
 
         // there's still room in the headers buffer, so just push on the end
         write_buf.buffer(b("it's hyper!"));
