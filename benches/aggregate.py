@@ -6,12 +6,15 @@
     python3 benches/aggregate.py --show REC     # one line about one measurement
 
 RESULTS holds settings.env (written by multi.sh) and run-N/SCENARIO.LABEL.rec, each
-naming its wrk output. A measurement is valid when multi.sh found nothing wrong
-(server up, a 2xx answer, server and origin alive at the end) and its wrk output has
-requests and neither "Non-2xx or 3xx responses" nor "Socket errors".
+naming its wrk output (`wrk=`) or, at a fixed rate (RATE), its oha JSON output (`oha=`).
+A measurement is valid when multi.sh found nothing wrong (server up, a 2xx answer,
+server and origin alive at the end) and its load output has requests and no errors:
+for wrk neither "Non-2xx or 3xx responses" nor "Socket errors"; for oha only 2xx/3xx
+status codes and no error other than the requests still running at the deadline.
 
 Per scenario and column it reports the median, min, max and CV of req/s and of server
-CPU microseconds per request, the median p99, the largest peak RSS, and two ratios
+CPU microseconds per request, the median p50, p99 and (oha only) p99.9, the largest
+peak RSS, and two ratios
 against the first variant: the ratio of the medians, and the median of the paired
 ratios (variant / first variant measured in the same run, one after the other). The
 paired ratio cancels the drift of a shared machine between runs, so the gate uses it
@@ -25,6 +28,7 @@ was invalid or missing.
 
 import csv
 import glob
+import json
 import math
 import os
 import re
@@ -52,8 +56,8 @@ def parse_latency(text):
 
 
 def parse_wrk(path):
-    """requests, req/s, p99 in ms and the error lines of one wrk output."""
-    res = {"requests": None, "rps": None, "p99_ms": None, "errors": []}
+    """requests, req/s, p50 and p99 in ms and the error lines of one wrk output."""
+    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -70,8 +74,44 @@ def parse_wrk(path):
         m = re.match(r"99%\s+(\S+)", s)
         if m:
             res["p99_ms"] = parse_latency(m.group(1))
+        m = re.match(r"50%\s+(\S+)", s)
+        if m:
+            res["p50_ms"] = parse_latency(m.group(1))
         if s.startswith("Non-2xx or 3xx responses") or s.startswith("Socket errors"):
             res["errors"].append(s)
+    return res
+
+
+# oha counts the requests still running when its duration ends as errors; they
+# are the load generator's cut, not the server's fault.
+OHA_DEADLINE = "aborted due to deadline"
+
+
+def parse_oha(path):
+    """requests, req/s, p50, p99 and p99.9 in ms and the errors of one oha JSON output
+    (`oha --output-format json`; latencies there are in seconds)."""
+    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        res["errors"].append(f"unreadable oha output: {e}")
+        return res
+    codes = data.get("statusCodeDistribution") or {}
+    res["requests"] = sum(int(n) for n in codes.values())
+    total_s = (data.get("summary") or {}).get("total")
+    if total_s:
+        res["rps"] = res["requests"] / float(total_s)
+    pct = data.get("latencyPercentiles") or {}
+    for key, name in (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms")):
+        if pct.get(key) is not None:
+            res[name] = float(pct[key]) * 1e3
+    bad = {c: n for c, n in codes.items() if not re.fullmatch(r"[23]\d\d", str(c))}
+    if bad:
+        res["errors"].append("status codes " + ", ".join(f"{c}: {n}" for c, n in sorted(bad.items())))
+    for msg, n in (data.get("errorDistribution") or {}).items():
+        if OHA_DEADLINE not in msg:
+            res["errors"].append(f"{msg}: {n}")
     return res
 
 
@@ -86,15 +126,18 @@ def load_record(path):
         "note": rec.get("note", ""),
         "valid": rec.get("valid") == "1",
         "reason": rec.get("reason", ""),
-        "requests": None, "rps": None, "p99_ms": None, "cpu_us": None, "rss_kb": None, "busy": None,
+        "requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None,
+        "cpu_us": None, "rss_kb": None, "busy": None,
     }
     if m["valid"]:
-        w = parse_wrk(os.path.join(os.path.dirname(path), rec.get("wrk", "")))
-        m.update(requests=w["requests"], rps=w["rps"], p99_ms=w["p99_ms"])
+        here = os.path.dirname(path)
+        tool = "oha" if rec.get("oha") else "wrk"
+        w = parse_oha(os.path.join(here, rec["oha"])) if tool == "oha" else parse_wrk(os.path.join(here, rec.get("wrk", "")))
+        m.update(requests=w["requests"], rps=w["rps"], p50_ms=w["p50_ms"], p99_ms=w["p99_ms"], p999_ms=w["p999_ms"])
         if w["errors"]:
-            m["valid"], m["reason"] = False, "wrk: " + "; ".join(w["errors"])
+            m["valid"], m["reason"] = False, f"{tool}: " + "; ".join(w["errors"])
         elif not w["requests"] or not w["rps"]:
-            m["valid"], m["reason"] = False, "no requests in the wrk output"
+            m["valid"], m["reason"] = False, f"no requests in the {tool} output"
     if m["valid"]:
         try:
             ticks = float(rec["cpu_ticks_after"]) - float(rec["cpu_ticks_before"])
@@ -190,8 +233,9 @@ def aggregate(results):
             row["cpu"] = spread([m["cpu_us"] for m in ok])
             row["rps_list"] = [m["rps"] for m in ok]
             row["cpu_list"] = [m["cpu_us"] for m in ok]
-            p99s = [m["p99_ms"] for m in ok if m["p99_ms"] is not None]
-            row["p99"] = statistics.median(p99s) if p99s else None
+            for key, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p999")):
+                values = [m[key] for m in ok if m[key] is not None]
+                row[name] = statistics.median(values) if values else None
             rss = [m["rss_kb"] for m in ok if m["rss_kb"]]
             row["rss_kb"] = max(rss) if rss else None
             busy = [m["busy"] for m in ok if m["busy"] is not None]
@@ -249,7 +293,7 @@ def write_csv(path, rows):
             "cpu_us_per_req_median", "cpu_us_min", "cpu_us_max", "cpu_cv_pct", "cpu_ratio",
             "cpu_ratio_paired_median", "p99_ms_median", "peak_rss_kib_max", "server_busy_pct_median",
             "runs_valid",
-            "runs_total", "gate"]
+            "runs_total", "gate", "p50_ms_median", "p999_ms_median"]
 
     def n(v, d):
         return "" if v is None else f"{v:.{d}f}"
@@ -264,7 +308,7 @@ def write_csv(path, rows):
                         n(r["cpu"][0], 3), n(r["cpu"][1], 3), n(r["cpu"][2], 3), n(r["cpu"][3], 2),
                         n(r["cpu_ratio"], 4), n(r["cpu_pratio"], 4),
                         n(r["p99"], 3), "" if r["rss_kb"] is None else r["rss_kb"], n(r["busy"], 1),
-                        r["valid"], r["total"], r["gate"]])
+                        r["valid"], r["total"], r["gate"], n(r["p50"], 3), n(r["p999"], 3)])
 
 
 def table(header, lines):
@@ -280,9 +324,11 @@ def table(header, lines):
 
 def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
     t = []
+    rate = settings.get("rate", "")
+    load = f"oha at a fixed {rate} req/s" if rate else "wrk at its own pace"
     t.append(f"ScalWS load benchmark: {settings.get('runs', '?')} runs x {settings.get('duration', '?')} s "
              f"(warm-up {settings.get('warmup', '?')} s), {settings.get('connections', '?')} connections, "
-             f"pin {settings.get('pin', '?')}\n")
+             f"{load}, pin {settings.get('pin', '?')}\n")
     peer = settings.get("peer", "")
     t.append(f"variants: {settings.get('variants', '')} (base: {first})"
              + (f"; peer: {peer} (not gated)" if peer else "") + "\n")
@@ -325,13 +371,18 @@ def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
     else:
         t.append("(one variant: nothing to pair)\n")
 
-    t.append("\np99 latency (median), peak RSS (largest VmHWM), server busy (median CPU time / wall time)\n")
+    t.append("\nlatency p50, p99, p99.9 (medians; p99.9 from oha only), peak RSS (largest VmHWM), "
+             "server busy (median CPU time / wall time)\n")
     lines = []
+
+    def lat(v):
+        return "-" if v is None else fmt(v) + " ms"
+
     for r in rows:
         rss = "-" if r["rss_kb"] is None else f"{r['rss_kb'] / 1024:.1f} MiB"
-        lines.append([r["scenario"], r["variant"], fmt(r["p99"]) + " ms" if r["p99"] is not None else "-",
+        lines.append([r["scenario"], r["variant"], lat(r["p50"]), lat(r["p99"]), lat(r["p999"]),
                       rss, pct(r["busy"], 0), f"{r['valid']}/{r['total']}"])
-    t.append(table(["scenario", "variant", "p99", "peak RSS", "server busy", "valid runs"], lines))
+    t.append(table(["scenario", "variant", "p50", "p99", "p99.9", "peak RSS", "server busy", "valid runs"], lines))
 
     if invalid or missing:
         t.append(f"\nINVALID: {len(invalid)} measurement(s) invalid, {missing} missing; "

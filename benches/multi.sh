@@ -9,6 +9,7 @@
 #   VARIANTS="a=target/release/scalwsd b=target/release/scalwsd" benches/multi.sh   # A/A: the noise
 #   PEER=nginx SCENARIOS="respond proxy" RUNS=3 benches/multi.sh
 #   WARMUP=1 DURATION=3 RUNS=2 benches/multi.sh             # a quick check of the harness
+#   PEER=nginx RATE=20000 SCENARIOS=respond benches/multi.sh  # p50/p99/p99.9 at one offered rate
 #
 # Every (run, scenario, variant) is one measurement: a fresh server
 # (`scalwsd --config CONFIG --workers 1`, SCALWS_LOG=warn; or nginx with one
@@ -51,6 +52,16 @@
 #   DURATION     Seconds of each measurement (default 30).
 #   RUNS         Runs; each measures every scenario for every column (default 5).
 #   CONNECTIONS  wrk connections (default 64).
+#   RATE         Requests per second, in all: every column gets the same offered
+#                load, and the latencies are compared at equal rates instead of at
+#                each server's own maximum. The load generator is then oha (`oha
+#                -q RATE --latency-correction`, so a late answer delays the requests
+#                behind it on the clock and counts against p99, not against the
+#                rate; installed with `cargo install oha --locked` when missing, said
+#                on stderr) for the warm-up and the measurement; its JSON output is
+#                SCENARIO.LABEL.oha.json and the aggregate adds p50 and p99.9. Take
+#                the rate from a run without RATE (for example 50 % and 80 % of
+#                nginx's req/s). Default: empty, wrk at its own pace.
 #   SCENARIOS    A subset of "static-small respond proxy cache-hit" (the default).
 #   RESULTS      Output folder (default results/LABELS-YYYYmmdd-HHMMSS, LABELS
 #                the variant labels joined by `-`; results/ is git-ignored). It
@@ -110,9 +121,13 @@ ORIGIN_PORT=18090
 
 # --- settings -----------------------------------------------------------------
 
+RATE="${RATE:-}"
 for v in WARMUP DURATION RUNS CONNECTIONS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a whole number, not '${!v}'"
 done
+if [ -n "$RATE" ]; then
+    [[ $RATE =~ ^[1-9][0-9]*$ ]] || die 2 "RATE must be a whole number of requests per second, not '$RATE'"
+fi
 if [ "$DURATION" -lt 1 ] || [ "$RUNS" -lt 1 ] || [ "$CONNECTIONS" -lt 1 ]; then
     die 2 "DURATION, RUNS and CONNECTIONS must be at least 1"
 fi
@@ -204,6 +219,19 @@ if [ "$PEER" = haproxy ]; then
         HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
     fi
 fi
+OHA=""
+if [ -n "$RATE" ]; then
+    OHA=$(command -v oha || true)
+    [ -z "$OHA" ] && [ -x "$HOME/.cargo/bin/oha" ] && OHA=$HOME/.cargo/bin/oha
+    if [ -z "$OHA" ]; then
+        command -v cargo >/dev/null || die 1 "RATE needs oha, and cargo is not here to install it"
+        # oha's TLS (rustls on aws-lc) builds with cmake.
+        command -v cmake >/dev/null || { say "installing cmake from Debian, to build oha"; apt_install cmake || true; }
+        say "installing oha for RATE (cargo install oha --locked; a few minutes)"
+        timeout 1800 cargo install oha --locked >&2 || die 1 "could not install oha"
+        OHA=$(command -v oha || echo "$HOME/.cargo/bin/oha")
+    fi
+fi
 HAVE_CURL=0; command -v curl >/dev/null && HAVE_CURL=1
 
 # --- helpers ----------------------------------------------------------------------
@@ -262,12 +290,17 @@ http_status() { # url: the status code of one GET, or 000
     fi
 }
 
-# One wrk, pinned to the load CPU, bounded, in the background so that a signal
-# reaches the trap at once.
+# One wrk (or, with RATE, one oha at that rate), pinned to the load CPU,
+# bounded, in the background so that a signal reaches the trap at once.
 run_wrk() { # seconds url output
     local rc=0
     pin load
-    timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "$2" > "$3" 2>&1 &
+    if [ -n "$RATE" ]; then
+        timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" "$OHA" --no-tui --output-format json -z "$1s" \
+            -c "$CONNECTIONS" -q "$RATE" --latency-correction "$2" > "$3" 2> "$3.stderr" &
+    else
+        timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "$2" > "$3" 2>&1 &
+    fi
     WRK_PID=$!
     wait "$WRK_PID" || rc=$?
     WRK_PID=
@@ -342,8 +375,9 @@ start_server() { # label log
 # One measurement: writes run-N/SCENARIO.LABEL.{log,warmup.wrk,wrk,rec}.
 measure() { # run scenario label position
     local run=$1 scenario=$2 label=$3 dir="$RESULTS/run-$1" base url code
-    local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1=""
+    local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1="" out=wrk
     base="$dir/$scenario.$label"
+    [ -n "$RATE" ] && out=oha.json
     PORT=$SCALWS_PORT
     [ "$label" = "${VARIANT_LABELS[0]}" ] && kind=first
     [ -n "$PEER" ] && [ "$label" = "$PEER" ] && kind=peer PORT=$PEER_PORT
@@ -369,11 +403,11 @@ measure() { # run scenario label position
         say "$scenario $label: $note"
     fi
     if [ "$valid" = 1 ] && [ "$WARMUP" -gt 0 ]; then
-        run_wrk "$WARMUP" "$url" "$base.warmup.wrk" || invalid "wrk warm-up failed"
+        run_wrk "$WARMUP" "$url" "$base.warmup.$out" || invalid "the load generator's warm-up failed"
     fi
     if [ "$valid" = 1 ]; then
         before=$(cpu_ticks "$CPU_PID"); t0=$(date +%s.%N)
-        run_wrk "$DURATION" "$url" "$base.wrk" || invalid "wrk failed"
+        run_wrk "$DURATION" "$url" "$base.$out" || invalid "the load generator failed"
         t1=$(date +%s.%N); after=$(cpu_ticks "$CPU_PID")
         hwm=$(peak_rss_kb "$CPU_PID")
         if ! kill -0 "$SERVER_PID" 2>/dev/null || [ -z "$after" ]; then invalid "the server died"; fi
@@ -397,7 +431,7 @@ measure() { # run scenario label position
         echo "clk_tck=$CLK_TCK"
         echo "vmhwm_kb=$hwm"
         [ -n "$t1" ] && echo "wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
-        echo "wrk=$(basename "$base.wrk")"
+        if [ -n "$RATE" ]; then echo "oha=$(basename "$base.$out")"; else echo "wrk=$(basename "$base.$out")"; fi
     } > "$base.rec"
     python3 benches/aggregate.py --show "$base.rec" || true
 }
@@ -427,6 +461,7 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     echo "warmup=$WARMUP"
     echo "duration=$DURATION"
     echo "connections=$CONNECTIONS"
+    echo "rate=$RATE"
     echo "pin=$PIN_TEXT"
     echo "gate_rps=$GATE_RPS"
     echo "gate_cpu=$GATE_CPU"
@@ -442,6 +477,7 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     [ "$PEER" = nginx ] && echo "peer nginx: $NGINX $("$NGINX" -v 2>&1)"
     [ "$PEER" = haproxy ] && echo "peer haproxy: $HAPROXY $("$HAPROXY" -v 2>&1 | head -1)"
     echo "wrk: $(wrk --version 2>&1 | head -1)"
+    if [ -n "$RATE" ]; then echo "oha: $OHA $("$OHA" --version 2>&1 | head -1), -q $RATE --latency-correction"; fi
 } > "$RESULTS/meta.txt"
 
 for label in "${VARIANT_LABELS[@]}"; do
