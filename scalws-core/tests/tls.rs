@@ -587,3 +587,89 @@ fn covers_exact_and_one_label_wildcard_names() {
         .unwrap()
     );
 }
+
+/// One response off a raw HTTP/1.1 stream: its head, then a body of the
+/// Content-Length the head gives.
+async fn read_response<R: tokio::io::AsyncRead + Unpin>(stream: &mut R) -> (String, String) {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .expect("no response head within 5 s")
+            .unwrap();
+        assert_eq!(n, 1, "closed mid-head");
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8(bytes).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let line = line.to_ascii_lowercase();
+            line.strip_prefix("content-length: ")
+                .map(|v| v.trim().to_owned())
+        })
+        .expect("a Content-Length")
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut body))
+        .await
+        .expect("no whole body within 5 s")
+        .unwrap();
+    (head, String::from_utf8(body).unwrap())
+}
+
+/// Over TLS too, an idle HTTP/1.1 connection gives its buffers back between
+/// requests (the vendored hyper reads zero bytes first; tokio-rustls waits
+/// for plaintext on that read) and reads whatever comes next whole: after
+/// idle spells, a head in pieces, two requests in one write, and the
+/// client's close.
+#[tokio::test]
+async fn over_tls_what_comes_after_an_idle_spell_is_read_whole() {
+    use tokio::io::AsyncWriteExt;
+    let dir = scratch_dir();
+    let (a, b) = two_certs(&dir);
+    let certs = TlsCertificates::load(&[a.files, b.files]).unwrap();
+    let server = start(certs, Limits::default());
+    let client = Client {
+        alpn: &[b"http/1.1"],
+        ..Client::sni("a.test")
+    };
+    let mut tls = client.connect(server.addr).await;
+    let get = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    let expected = "secure https sni=a.test HTTP/1.1 covers=Some(true)";
+    let idle = || tokio::time::sleep(Duration::from_millis(150));
+
+    tls.write_all(get).await.unwrap();
+    let (head, body) = read_response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, expected);
+
+    idle().await;
+    for piece in get.chunks(5) {
+        tls.write_all(piece).await.unwrap();
+        tls.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(read_response(&mut tls).await.1, expected);
+
+    idle().await;
+    tls.write_all(&[&get[..], &get[..]].concat()).await.unwrap();
+    assert_eq!(read_response(&mut tls).await.1, expected);
+    assert_eq!(read_response(&mut tls).await.1, expected);
+
+    idle().await;
+    tls.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        use tokio::io::AsyncReadExt;
+        tls.read_to_end(&mut rest).await
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the server did not close after the client's close_notify"
+    );
+}

@@ -29,6 +29,22 @@ std::thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// ScalWS: keeps an empty, unshared read buffer of the usual size among this
+/// thread's spares, up to `SPARE_READ_BUFFERS`; drops any other.
+fn keep_spare(spare: BytesMut) {
+    if spare.is_empty()
+        && spare.capacity() >= INIT_BUFFER_SIZE
+        && spare.capacity() <= 2 * INIT_BUFFER_SIZE
+    {
+        let _ = SPARE_READ_BUFS.try_with(|bufs| {
+            let mut bufs = bufs.borrow_mut();
+            if bufs.len() < SPARE_READ_BUFFERS {
+                bufs.push(spare);
+            }
+        });
+    }
+}
+
 /// The minimum value that can be set to max buffer size.
 pub(crate) const MINIMUM_MAX_BUFFER_SIZE: usize = INIT_BUFFER_SIZE;
 
@@ -259,13 +275,6 @@ where
                 .max()
                 .saturating_sub(self.read_buf.len()),
         );
-        if self.read_buf.capacity() == 0 {
-            // ScalWS: a spare buffer of this thread, if there is one (see
-            // `release_idle_buffers`).
-            if let Ok(Some(spare)) = SPARE_READ_BUFS.try_with(|bufs| bufs.borrow_mut().pop()) {
-                self.read_buf = spare;
-            }
-        }
         if self.read_buf_remaining_mut() < next {
             self.read_buf.reserve(next);
         }
@@ -321,7 +330,27 @@ where
                 }
             }
         }
-        self.poll_read_from_io(cx)
+        let fresh = self.read_buf.capacity() == 0;
+        if fresh {
+            // A spare buffer of this thread, if there is one (see
+            // `release_idle_buffers`).
+            if let Ok(Some(spare)) = SPARE_READ_BUFS.try_with(|bufs| bufs.borrow_mut().pop()) {
+                self.read_buf = spare;
+            }
+        }
+        let read = self.poll_read_from_io(cx);
+        if read.is_pending() && self.read_buf.is_empty() {
+            // Woken, or readable by the probe, but nothing there after all:
+            // the buffers go back. One taken in this call was never shared
+            // (nothing was read into it), so it returns to the spares as it
+            // is.
+            if fresh {
+                let spare = std::mem::take(&mut self.read_buf);
+                keep_spare(spare);
+            }
+            self.release_idle_buffers();
+        }
+        read
     }
 
     /// ScalWS: frees an empty read buffer, and an empty write buffer that
@@ -335,14 +364,14 @@ where
             let mut spare = std::mem::take(&mut self.read_buf);
             // Unshared (the last request's head is gone) and of the usual
             // size: kept for the next reader on this thread, up to
-            // SPARE_READ_BUFFERS; otherwise freed here.
-            if spare.try_reclaim(INIT_BUFFER_SIZE) && spare.capacity() <= 2 * INIT_BUFFER_SIZE {
-                let _ = SPARE_READ_BUFS.try_with(|bufs| {
-                    let mut bufs = bufs.borrow_mut();
-                    if bufs.len() < SPARE_READ_BUFFERS {
-                        bufs.push(spare);
-                    }
-                });
+            // SPARE_READ_BUFFERS; otherwise freed here (or by the last
+            // `Bytes` that shares it). Asking for one byte more than the view
+            // holds makes `try_reclaim` check that the allocation is unique
+            // and take all of it back; a view at the start of its allocation
+            // (nothing was ever read into it) fails that and is freed.
+            let whole = spare.try_reclaim(spare.capacity() + 1);
+            if whole {
+                keep_spare(spare);
             }
         }
         if self.write_buf.remaining() == 0
