@@ -6,11 +6,13 @@
     python3 benches/aggregate.py --show REC     # one line about one measurement
 
 RESULTS holds settings.env (written by multi.sh) and run-N/SCENARIO.LABEL.rec, each
-naming its wrk output (`wrk=`) or, at a fixed rate (RATE), its oha JSON output (`oha=`).
+naming its wrk output (`wrk=`), its h2load output (`h2load=`, tls-h2) or, at a fixed
+rate (RATE), its oha JSON output (`oha=`).
 A measurement is valid when multi.sh found nothing wrong (server up, a 2xx answer,
 server and origin alive at the end) and its load output has requests and no errors:
 for wrk neither "Non-2xx or 3xx responses" nor "Socket errors"; for oha only 2xx/3xx
-status codes and no error other than the requests still running at the deadline.
+status codes and no error other than the requests still running at the deadline; for
+h2load no failed, errored or timed-out request and no 4xx or 5xx.
 
 Per scenario and column it reports the median, min, max and CV of req/s and of server
 CPU microseconds per request, the median p50, p99 and (oha only) p99.9, the largest
@@ -115,6 +117,35 @@ def parse_oha(path):
     return res
 
 
+def parse_h2load(path):
+    """requests and req/s of one h2load output (tls-h2 at its own pace), and its errors.
+    h2load prints no latency percentiles: p50 and p99 stay empty."""
+    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return res
+    for line in text.splitlines():
+        s = line.strip()
+        m = re.match(r"finished in [0-9.]+\w*, ([0-9.]+) req/s", s)
+        if m:
+            res["rps"] = float(m.group(1))
+        m = re.match(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", s)
+        if m:
+            res["requests"] = int(m.group(4))
+            failed, errored, timeout = (int(m.group(i)) for i in (5, 6, 7))
+            if failed or errored or timeout:
+                res["errors"].append(s)
+        m = re.match(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", s)
+        if m and (int(m.group(3)) or int(m.group(4))):
+            res["errors"].append(s)
+    return res
+
+
+PARSERS = {"wrk": parse_wrk, "oha": parse_oha, "h2load": parse_h2load}
+
+
 def load_record(path):
     rec = read_kv(path)
     m = {
@@ -131,8 +162,8 @@ def load_record(path):
     }
     if m["valid"]:
         here = os.path.dirname(path)
-        tool = "oha" if rec.get("oha") else "wrk"
-        w = parse_oha(os.path.join(here, rec["oha"])) if tool == "oha" else parse_wrk(os.path.join(here, rec.get("wrk", "")))
+        tool = next((t for t in PARSERS if rec.get(t)), "wrk")
+        w = PARSERS[tool](os.path.join(here, rec.get(tool, "")))
         m.update(requests=w["requests"], rps=w["rps"], p50_ms=w["p50_ms"], p99_ms=w["p99_ms"], p999_ms=w["p999_ms"])
         if w["errors"]:
             m["valid"], m["reason"] = False, f"{tool}: " + "; ".join(w["errors"])

@@ -10,13 +10,14 @@
 #   PEER=nginx SCENARIOS="respond proxy" RUNS=3 benches/multi.sh
 #   WARMUP=1 DURATION=3 RUNS=2 benches/multi.sh             # a quick check of the harness
 #   PEER=nginx RATE=20000 SCENARIOS=respond benches/multi.sh  # p50/p99/p99.9 at one offered rate
+#   PEER=nginx SCENARIOS="tls-h1 tls-h2 tls-new" benches/multi.sh # respond over TLS
 #
 # Every (run, scenario, variant) is one measurement: a fresh server
-# (`scalwsd --config CONFIG --workers 1`, SCALWS_LOG=warn; or nginx with one
-# worker) pinned to the server CPU; one curl request that must answer 2xx; a
-# wrk warm-up of WARMUP seconds; then `wrk -t1 -cCONNECTIONS -dDURATIONs
+# (`scalwsd --config CONFIG --workers WORKERS`, SCALWS_LOG=warn; or nginx with
+# WORKERS workers) pinned to the server CPU; one curl request that must answer 2xx; a
+# wrk warm-up of WARMUP seconds; then `wrk -tLOAD_THREADS -cCONNECTIONS -dDURATIONs
 # --latency`, pinned to the load CPU, while the server's CPU time (utime +
-# stime from /proc/PID/stat; nginx's worker process) is read before and after.
+# stime from /proc/PID/stat; nginx's worker processes) is read before and after.
 # Its peak RSS (VmHWM) is read just before the server is stopped. The origin of
 # proxy and cache-hit (nginx answering `return 200 "ok"` with max-age=3600, on
 # 127.0.0.1:18090, configs/nginx-origin.conf) runs for the whole benchmark,
@@ -52,6 +53,11 @@
 #   DURATION     Seconds of each measurement (default 30).
 #   RUNS         Runs; each measures every scenario for every column (default 5).
 #   CONNECTIONS  wrk connections (default 64).
+#   WORKERS      Worker threads of scalwsd (--workers), nginx's worker_processes and
+#                HAProxy's nbthread (default 1). Give the server as many CPUs in
+#                PIN; benches/workers.sh does, for 1, 2, 4 ... workers.
+#   LOAD_THREADS wrk's and h2load's threads (default 1).
+#   ORIGIN_WORKERS  worker_processes of the origin nginx (default 1).
 #   RATE         Requests per second, in all: every column gets the same offered
 #                load, and the latencies are compared at equal rates instead of at
 #                each server's own maximum. The load generator is then oha (`oha
@@ -62,7 +68,19 @@
 #                SCENARIO.LABEL.oha.json and the aggregate adds p50 and p99.9. Take
 #                the rate from a run without RATE (for example 50 % and 80 % of
 #                nginx's req/s). Default: empty, wrk at its own pace.
-#   SCENARIOS    A subset of "static-small respond proxy cache-hit" (the default).
+#   SCENARIOS    A subset of "static-small respond proxy cache-hit" (the default)
+#                and of the TLS scenarios, which are measured only when named:
+#                tls-h1 (respond over TLS 1.3 and HTTP/1.1 on kept connections,
+#                wrk), tls-h2 (the same over h2: h2load -c CONNECTIONS -m1, one
+#                stream at a time per connection; h2load reports no percentiles,
+#                so no p99), tls-new (wrk sending `Connection: close`: a new TCP
+#                and TLS connection for every request). ScalWS serves them from
+#                TLS_CONFIG on 127.0.0.1:18443, nginx from nginx-peer.conf's TLS
+#                server on 127.0.0.1:18444, both with one ECDSA P-256
+#                certificate made with openssl for the run. HAProxy has none.
+#   TLS_CONFIG   The ScalWS configuration of the TLS scenarios (default
+#                benches/configs/scalws-tls.yaml); it is copied beside the
+#                certificate, which it names as bench-cert.pem and bench-key.pem.
 #   RESULTS      Output folder (default results/LABELS-YYYYmmdd-HHMMSS, LABELS
 #                the variant labels joined by `-`; results/ is git-ignored). It
 #                gets run-N/ with, per scenario and column, the wrk outputs
@@ -107,6 +125,9 @@ WARMUP="${WARMUP:-10}"
 DURATION="${DURATION:-30}"
 RUNS="${RUNS:-5}"
 CONNECTIONS="${CONNECTIONS:-64}"
+WORKERS="${WORKERS:-1}"
+LOAD_THREADS="${LOAD_THREADS:-1}"
+ORIGIN_WORKERS="${ORIGIN_WORKERS:-1}"
 SCENARIOS="${SCENARIOS:-static-small respond proxy cache-hit}"
 GATE_RPS="${GATE_RPS:-0.98}"
 GATE_CPU="${GATE_CPU:-1.02}"
@@ -117,32 +138,38 @@ fi
 
 SCALWS_PORT=18080
 PEER_PORT=18081
+SCALWS_TLS_PORT=18443
+PEER_TLS_PORT=18444
 ORIGIN_PORT=18090
 
 # --- settings -----------------------------------------------------------------
 
 RATE="${RATE:-}"
-for v in WARMUP DURATION RUNS CONNECTIONS; do
+for v in WARMUP DURATION RUNS CONNECTIONS WORKERS LOAD_THREADS ORIGIN_WORKERS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a whole number, not '${!v}'"
 done
 if [ -n "$RATE" ]; then
     [[ $RATE =~ ^[1-9][0-9]*$ ]] || die 2 "RATE must be a whole number of requests per second, not '$RATE'"
 fi
-if [ "$DURATION" -lt 1 ] || [ "$RUNS" -lt 1 ] || [ "$CONNECTIONS" -lt 1 ]; then
-    die 2 "DURATION, RUNS and CONNECTIONS must be at least 1"
+if [ "$DURATION" -lt 1 ] || [ "$RUNS" -lt 1 ] || [ "$CONNECTIONS" -lt 1 ] || [ "$WORKERS" -lt 1 ] || [ "$LOAD_THREADS" -lt 1 ]; then
+    die 2 "DURATION, RUNS, CONNECTIONS, WORKERS and LOAD_THREADS must be at least 1"
 fi
 for v in GATE_RPS GATE_CPU; do
     [[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die 2 "$v must be a number such as 0.98, not '${!v}'"
 done
 
-declare -A URL_PATH=([static-small]=/static/small.html [respond]=/respond [proxy]=/proxy [cache-hit]=/cache/hit)
+declare -A URL_PATH=([static-small]=/static/small.html [respond]=/respond [proxy]=/proxy [cache-hit]=/cache/hit
+    [tls-h1]=/respond [tls-h2]=/respond [tls-new]=/respond)
 read -r -a SCENARIO_LIST <<< "$SCENARIOS"
 [ "${#SCENARIO_LIST[@]}" -ge 1 ] || die 2 "SCENARIOS is empty"
-NEEDS_ORIGIN=0
+NEEDS_ORIGIN=0 NEEDS_TLS=0 NEEDS_H2LOAD=0
 for s in "${SCENARIO_LIST[@]}"; do
-    [ -n "${URL_PATH[$s]:-}" ] || die 2 "unknown scenario '$s' (static-small, respond, proxy, cache-hit)"
-    case "$s" in proxy|cache-hit) NEEDS_ORIGIN=1;; esac
+    [ -n "${URL_PATH[$s]:-}" ] || die 2 "unknown scenario '$s' (static-small, respond, proxy, cache-hit, tls-h1, tls-h2, tls-new)"
+    case "$s" in proxy|cache-hit) NEEDS_ORIGIN=1;; tls-*) NEEDS_TLS=1;; esac
+    if [ "$s" = tls-h2 ] && [ -z "${RATE:-}" ]; then NEEDS_H2LOAD=1; fi
 done
+is_tls() { [[ $1 == tls-* ]]; }
+TLS_CONFIG="$(abspath "${TLS_CONFIG:-$ROOT/benches/configs/scalws-tls.yaml}")"
 
 LABELS=()            # every column, in order: the variants, then the peer
 declare -A BIN=()    # label -> absolute path of its scalwsd
@@ -164,13 +191,14 @@ case "$PEER" in
 esac
 # Scenarios a peer cannot serve: not measured for it.
 PEER_SKIP=""
-[ "$PEER" = haproxy ] && PEER_SKIP="static-small"
+[ "$PEER" = haproxy ] && PEER_SKIP="static-small tls-h1 tls-h2 tls-new"
 skipped() { [ "$1" = "$PEER" ] && [[ " $PEER_SKIP " == *" $2 "* ]]; } # label scenario
 
 for label in "${VARIANT_LABELS[@]}"; do
     [ -x "${BIN[$label]}" ] || die 1 "variant $label: ${BIN[$label]} is missing or not executable; build it with: cargo build --release -p scalwsd (and copy target/release/scalwsd elsewhere to keep an old build)"
 done
 [ -r "$CONFIG" ] || die 1 "CONFIG $CONFIG is not readable"
+[ "$NEEDS_TLS" = 0 ] || [ -r "$TLS_CONFIG" ] || die 1 "TLS_CONFIG $TLS_CONFIG is not readable"
 command -v python3 >/dev/null || die 1 "python3 is needed for the aggregate"
 
 declare -A CPUSET=()
@@ -232,6 +260,20 @@ if [ -n "$RATE" ]; then
         OHA=$(command -v oha || echo "$HOME/.cargo/bin/oha")
     fi
 fi
+if [ "$NEEDS_H2LOAD" = 1 ] && ! command -v h2load >/dev/null; then
+    say "installing h2load from Debian for tls-h2 (apt-get install nghttp2-client)"
+    apt_install nghttp2-client || die 1 "could not install h2load"
+fi
+# The TLS scenarios need a certificate, and so does nginx as the peer (its
+# configuration has the TLS server too).
+if { [ "$NEEDS_TLS" = 1 ] || [ "$PEER" = nginx ]; } && ! command -v openssl >/dev/null; then
+    say "installing openssl from Debian, for the benchmark's certificate"
+    apt_install openssl || die 1 "could not install openssl"
+fi
+if [ "$NEEDS_TLS" = 1 ] && ! command -v curl >/dev/null; then
+    say "installing curl from Debian, for the first request of the TLS scenarios"
+    apt_install curl || die 1 "could not install curl"
+fi
 HAVE_CURL=0; command -v curl >/dev/null && HAVE_CURL=1
 
 # --- helpers ----------------------------------------------------------------------
@@ -256,21 +298,33 @@ stop() { # pid: SIGTERM, then SIGKILL after 10 s
     wait "$pid" 2>/dev/null || true
 }
 
-# CPU time of a process, every thread included, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo ""; }
-peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo ""; }
+# CPU time of the measured processes (nginx with WORKERS=N: its N workers), every
+# thread included, in clock ticks; and their peak RSS, summed. Empty when one is gone.
+cpu_ticks() { # pid...
+    local p files=()
+    for p in "$@"; do files+=("/proc/$p/stat"); done
+    awk -v n=$# '{ t += $14 + $15; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
+}
+peak_rss_kb() { # pid...
+    local p files=()
+    for p in "$@"; do files+=("/proc/$p/status"); done
+    awk -v n=$# '/^VmHWM:/ { t += $2; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
+}
 
 # nginx's worker process: among the master's children (also the cache manager and
 # loader when proxy_cache_path is set), the one titled "worker process".
+# With WORKERS=N, all N of them, space-separated.
 nginx_worker() { # master-pid; waits up to 5 s
-    local _ c children
+    local _ c children found
     for _ in $(seq 50); do
         read -r -a children <<< "$(cat /proc/"$1"/task/*/children 2>/dev/null)"
+        found=()
         for c in "${children[@]}"; do
             if tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null | grep -q 'worker process'; then
-                echo "$c"; return 0
+                found+=("$c")
             fi
         done
+        if [ "${#found[@]}" -ge "$WORKERS" ]; then echo "${found[*]}"; return 0; fi
         sleep 0.1
     done
     return 1
@@ -278,7 +332,7 @@ nginx_worker() { # master-pid; waits up to 5 s
 
 http_status() { # url: the status code of one GET, or 000
     if [ "$HAVE_CURL" = 1 ]; then
-        curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$1" || true
+        curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "$1" || true
     else
         local rest=${1#http://} hostport path line
         hostport=${rest%%/*} path=/${rest#*/}
@@ -290,17 +344,35 @@ http_status() { # url: the status code of one GET, or 000
     fi
 }
 
-# One wrk (or, with RATE, one oha at that rate), pinned to the load CPU,
+# The load generator's output of a scenario: wrk's text, h2load's text (tls-h2
+# at its own pace) or, with RATE, oha's JSON.
+load_tool() { # scenario
+    if [ -n "$RATE" ]; then echo oha; elif [ "$1" = tls-h2 ]; then echo h2load; else echo wrk; fi
+}
+
+# One wrk (or h2load, or with RATE one oha at that rate), pinned to the load CPU,
 # bounded, in the background so that a signal reaches the trap at once.
-run_wrk() { # seconds url output
-    local rc=0
+run_wrk() { # seconds url output scenario
+    local rc=0 extra=()
     pin load
-    if [ -n "$RATE" ]; then
-        timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" "$OHA" --no-tui --output-format json -z "$1s" \
-            -c "$CONNECTIONS" -q "$RATE" --latency-correction "$2" > "$3" 2> "$3.stderr" &
-    else
-        timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "$2" > "$3" 2>&1 &
-    fi
+    case "$(load_tool "$4")" in
+        oha)
+            case "$4" in
+                tls-h2) extra=(--insecure --http2);;
+                tls-new) extra=(--insecure --disable-keepalive);;
+                tls-*) extra=(--insecure);;
+            esac
+            timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" "$OHA" --no-tui --output-format json -z "$1s" \
+                -c "$CONNECTIONS" -q "$RATE" --latency-correction "${extra[@]}" "$2" > "$3" 2> "$3.stderr" &
+            ;;
+        h2load)
+            timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" h2load -t"$LOAD_THREADS" -c "$CONNECTIONS" -m1 -D "$1" "$2" > "$3" 2>&1 &
+            ;;
+        *)
+            if [ "$4" = tls-new ]; then extra=(-H "Connection: close"); fi
+            timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" wrk -t"$LOAD_THREADS" -c"$CONNECTIONS" -d"$1s" --latency "${extra[@]}" "$2" > "$3" 2>&1 &
+            ;;
+    esac
     WRK_PID=$!
     wait "$WRK_PID" || rc=$?
     WRK_PID=
@@ -336,9 +408,22 @@ done
 mkdir -p "$WORK/nginx/cache"
 chmod 755 "$WORK"
 chmod -R 777 "$WORK/nginx"
+# One certificate for both servers' TLS listeners (ECDSA P-256, as most sites
+# have now), beside a copy of TLS_CONFIG, which names it.
+if [ "$NEEDS_TLS" = 1 ] || [ "$PEER" = nginx ]; then
+    mkdir -p "$WORK/tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test,IP:127.0.0.1" \
+        -keyout "$WORK/tls/bench-key.pem" -out "$WORK/tls/bench-cert.pem" 2>/dev/null ||
+        die 1 "openssl could not make the benchmark's certificate"
+    chmod 644 "$WORK/tls/bench-key.pem"   # nginx reads it as root; a scratch key
+    if [ "$NEEDS_TLS" = 1 ]; then cp "$TLS_CONFIG" "$WORK/tls/scalws-tls.yaml"; fi
+fi
 if [ -n "$NGINX" ]; then
-    sed "s#NGINX_PREFIX#$WORK/nginx#g" benches/configs/nginx-origin.conf > "$WORK/origin.conf"
+    sed -e "s#NGINX_PREFIX#$WORK/nginx#g" -e "s#^worker_processes 1;#worker_processes $ORIGIN_WORKERS;#" \
+        benches/configs/nginx-origin.conf > "$WORK/origin.conf"
     sed -e "s#NGINX_PREFIX#$WORK/nginx#g" -e "s#STATIC_ROOT#$ROOT/benches/configs/static#g" \
+        -e "s#TLS_DIR#$WORK/tls#g" -e "s#^worker_processes 1;#worker_processes $WORKERS;#" \
         benches/configs/nginx-peer.conf > "$WORK/peer.conf"
 fi
 
@@ -351,8 +436,8 @@ start_origin() {
 origin_alive() { [ -n "$ORIGIN_PID" ] && kill -0 "$ORIGIN_PID" 2>/dev/null; }
 
 # Starts the server of a column, pinned, fresh; sets SERVER_PID (what to stop),
-# CPU_PID (what to measure) and PORT.
-start_server() { # label log
+# CPU_PID (what to measure) and PORT (where it answers the scenario).
+start_server() { # label log scenario
     pin server
     if [ "$1" = nginx ] && [ "$PEER" = nginx ]; then
         rm -rf "$WORK/nginx/cache"; mkdir -m 777 "$WORK/nginx/cache"   # a fresh cache too
@@ -360,14 +445,18 @@ start_server() { # label log
         SERVER_PID=$! PORT=$PEER_PORT
         wait_port "$PORT" "$SERVER_PID" || return 1
         CPU_PID=$(nginx_worker "$SERVER_PID") || return 1
+        if is_tls "$3"; then PORT=$PEER_TLS_PORT; fi
     elif [ "$1" = haproxy ] && [ "$PEER" = haproxy ]; then
         # -db: in the foreground, one process (nbthread 1): the one measured.
-        "${PINNED[@]}" "$HAPROXY" -db -f "$ROOT/benches/configs/haproxy-peer.cfg" 2> "$2" &
+        sed "s#^    nbthread 1\$#    nbthread $WORKERS#" "$ROOT/benches/configs/haproxy-peer.cfg" > "$WORK/haproxy.cfg"
+        "${PINNED[@]}" "$HAPROXY" -db -f "$WORK/haproxy.cfg" 2> "$2" &
         SERVER_PID=$! PORT=$PEER_PORT CPU_PID=$!
         wait_port "$PORT" "$SERVER_PID" || return 1
     else
-        SCALWS_LOG=warn "${PINNED[@]}" "${BIN[$1]}" --config "$CONFIG" --workers 1 2> "$2" &
-        SERVER_PID=$! PORT=$SCALWS_PORT CPU_PID=$SERVER_PID
+        local config=$CONFIG port=$SCALWS_PORT
+        if is_tls "$3"; then config=$WORK/tls/scalws-tls.yaml port=$SCALWS_TLS_PORT; fi
+        SCALWS_LOG=warn "${PINNED[@]}" "${BIN[$1]}" --config "$config" --workers "$WORKERS" 2> "$2" &
+        SERVER_PID=$! PORT=$port CPU_PID=$SERVER_PID
         wait_port "$PORT" "$SERVER_PID" || return 1
     fi
 }
@@ -375,9 +464,11 @@ start_server() { # label log
 # One measurement: writes run-N/SCENARIO.LABEL.{log,warmup.wrk,wrk,rec}.
 measure() { # run scenario label position
     local run=$1 scenario=$2 label=$3 dir="$RESULTS/run-$1" base url code
-    local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1="" out=wrk
+    local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1="" out tool scheme=http
     base="$dir/$scenario.$label"
-    [ -n "$RATE" ] && out=oha.json
+    tool=$(load_tool "$scenario") out=$tool
+    [ "$tool" = oha ] && out=oha.json
+    if is_tls "$scenario"; then scheme=https; fi
     PORT=$SCALWS_PORT
     [ "$label" = "${VARIANT_LABELS[0]}" ] && kind=first
     [ -n "$PEER" ] && [ "$label" = "$PEER" ] && kind=peer PORT=$PEER_PORT
@@ -387,10 +478,10 @@ measure() { # run scenario label position
         say "the origin is gone; starting it again"
         start_origin || invalid "origin did not start"
     fi
-    if [ "$valid" = 1 ] && ! start_server "$label" "$base.log"; then
+    if [ "$valid" = 1 ] && ! start_server "$label" "$base.log" "$scenario"; then
         invalid "server did not start (see $base.log)"
     fi
-    url="http://127.0.0.1:${PORT}${URL_PATH[$scenario]}"
+    url="$scheme://127.0.0.1:${PORT}${URL_PATH[$scenario]}"
     if [ "$valid" = 1 ]; then
         code=$(http_status "$url")
         [[ $code == 2?? ]] || invalid "GET $url answered $code, not 2xx"
@@ -403,13 +494,16 @@ measure() { # run scenario label position
         say "$scenario $label: $note"
     fi
     if [ "$valid" = 1 ] && [ "$WARMUP" -gt 0 ]; then
-        run_wrk "$WARMUP" "$url" "$base.warmup.$out" || invalid "the load generator's warm-up failed"
+        run_wrk "$WARMUP" "$url" "$base.warmup.$out" "$scenario" || invalid "the load generator's warm-up failed"
     fi
     if [ "$valid" = 1 ]; then
-        before=$(cpu_ticks "$CPU_PID"); t0=$(date +%s.%N)
-        run_wrk "$DURATION" "$url" "$base.$out" || invalid "the load generator failed"
-        t1=$(date +%s.%N); after=$(cpu_ticks "$CPU_PID")
-        hwm=$(peak_rss_kb "$CPU_PID")
+        # shellcheck disable=SC2086 # CPU_PID is one PID or several
+        before=$(cpu_ticks $CPU_PID); t0=$(date +%s.%N)
+        run_wrk "$DURATION" "$url" "$base.$out" "$scenario" || invalid "the load generator failed"
+        # shellcheck disable=SC2086
+        t1=$(date +%s.%N); after=$(cpu_ticks $CPU_PID)
+        # shellcheck disable=SC2086
+        hwm=$(peak_rss_kb $CPU_PID)
         if ! kill -0 "$SERVER_PID" 2>/dev/null || [ -z "$after" ]; then invalid "the server died"; fi
         if [[ $scenario == proxy || $scenario == cache-hit ]] && ! origin_alive; then
             invalid "the origin died"
@@ -431,14 +525,15 @@ measure() { # run scenario label position
         echo "clk_tck=$CLK_TCK"
         echo "vmhwm_kb=$hwm"
         [ -n "$t1" ] && echo "wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
-        if [ -n "$RATE" ]; then echo "oha=$(basename "$base.$out")"; else echo "wrk=$(basename "$base.$out")"; fi
+        echo "$tool=$(basename "$base.$out")"
     } > "$base.rec"
     python3 benches/aggregate.py --show "$base.rec" || true
 }
 
 # --- the benchmark ------------------------------------------------------------------
 
-for port in "$SCALWS_PORT" "$ORIGIN_PORT" $([ -n "$PEER" ] && echo "$PEER_PORT"); do
+for port in "$SCALWS_PORT" "$ORIGIN_PORT" $([ -n "$PEER" ] && echo "$PEER_PORT") \
+    $([ "$NEEDS_TLS" = 1 ] && echo "$SCALWS_TLS_PORT") $([ "$PEER" = nginx ] && echo "$PEER_TLS_PORT"); do
     port_open "$port" && die 1 "something already listens on 127.0.0.1:$port: stop it first"
 done
 
@@ -461,6 +556,8 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     echo "warmup=$WARMUP"
     echo "duration=$DURATION"
     echo "connections=$CONNECTIONS"
+    echo "workers=$WORKERS"
+    echo "load_threads=$LOAD_THREADS"
     echo "rate=$RATE"
     echo "pin=$PIN_TEXT"
     echo "gate_rps=$GATE_RPS"
@@ -477,12 +574,18 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     [ "$PEER" = nginx ] && echo "peer nginx: $NGINX $("$NGINX" -v 2>&1)"
     [ "$PEER" = haproxy ] && echo "peer haproxy: $HAPROXY $("$HAPROXY" -v 2>&1 | head -1)"
     echo "wrk: $(wrk --version 2>&1 | head -1)"
+    [ "$NEEDS_H2LOAD" = 1 ] && echo "h2load: $(h2load --version 2>&1 | head -1)"
+    [ "$NEEDS_TLS" = 1 ] && echo "tls config: $TLS_CONFIG; certificate ECDSA P-256, $(openssl version)"
     if [ -n "$RATE" ]; then echo "oha: $OHA $("$OHA" --version 2>&1 | head -1), -q $RATE --latency-correction"; fi
 } > "$RESULTS/meta.txt"
 
 for label in "${VARIANT_LABELS[@]}"; do
     "${BIN[$label]}" --check --config "$CONFIG" >/dev/null 2>"$RESULTS/check.$label.log" ||
         say "variant $label rejects $CONFIG (see $RESULTS/check.$label.log): its measurements will be invalid"
+    if [ "$NEEDS_TLS" = 1 ]; then
+        "${BIN[$label]}" --check --config "$WORK/tls/scalws-tls.yaml" >/dev/null 2>"$RESULTS/check-tls.$label.log" ||
+            say "variant $label rejects $TLS_CONFIG (see $RESULTS/check-tls.$label.log): its TLS measurements will be invalid"
+    fi
 done
 
 COLUMNS_N=${#LABELS[@]}
