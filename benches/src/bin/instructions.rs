@@ -22,6 +22,11 @@
 //! with a domain of its own (`h1.test`, ...), and with `ROUTES=N` the
 //! `bench` application has N more routes (`/r0/...`, listed before the
 //! measured ones). The requests are the same.
+//!
+//! The worker model (`RUNTIME=multi-thread`): the same workload on tokio's
+//! multi-thread scheduler with one worker, as `scalwsd --workers 1` runs,
+//! instead of the current-thread runtime. Everything is spawned onto the
+//! worker, so the thread that waits for it does nothing but wait.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -73,17 +78,41 @@ fn main() -> ExitCode {
     let Ok(count) = count.parse::<usize>() else {
         return usage();
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let multi_thread = match std::env::var("RUNTIME").as_deref() {
+        Err(_) | Ok("current-thread") => false,
+        Ok("multi-thread") => true,
+        Ok(other) => {
+            eprintln!("instructions: RUNTIME is current-thread or multi-thread, not {other:?}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("instructions: cannot start the runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(path, body, count)) {
+    let outcome = if multi_thread {
+        runtime.block_on(async {
+            tokio::spawn(run(path, body, count))
+                .await
+                .unwrap_or_else(|error| Err(format!("the workload's task failed: {error}")))
+        })
+    } else {
+        runtime.block_on(run(path, body, count))
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("instructions: {scenario}: {error}");
