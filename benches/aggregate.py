@@ -57,16 +57,23 @@ def parse_latency(text):
     return float(m.group(1)) * UNITS[m.group(2)] if m else None
 
 
-def parse_wrk(path):
-    """requests, req/s, p50 and p99 in ms and the error lines of one wrk output."""
-    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
+def empty_result():
+    return {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
+
+
+def text_lines(path):
+    """The stripped lines of a load generator's text output; none if it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            return [line.strip() for line in f.read().splitlines()]
     except OSError:
-        return res
-    for line in text.splitlines():
-        s = line.strip()
+        return []
+
+
+def parse_wrk(path):
+    """requests, req/s, p50 and p99 in ms and the error lines of one wrk output."""
+    res = empty_result()
+    for s in text_lines(path):
         m = re.match(r"(\d+) requests in", s)
         if m:
             res["requests"] = int(m.group(1))
@@ -92,7 +99,7 @@ OHA_DEADLINE = "aborted due to deadline"
 def parse_oha(path):
     """requests, req/s, p50, p99 and p99.9 in ms and the errors of one oha JSON output
     (`oha --output-format json`; latencies there are in seconds)."""
-    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
+    res = empty_result()
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             data = json.load(f)
@@ -120,14 +127,8 @@ def parse_oha(path):
 def parse_h2load(path):
     """requests and req/s of one h2load output (tls-h2 at its own pace), and its errors.
     h2load prints no latency percentiles: p50 and p99 stay empty."""
-    res = {"requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None, "errors": []}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return res
-    for line in text.splitlines():
-        s = line.strip()
+    res = empty_result()
+    for s in text_lines(path):
         m = re.match(r"finished in [0-9.]+\w*, ([0-9.]+) req/s", s)
         if m:
             res["rps"] = float(m.group(1))
