@@ -151,9 +151,9 @@ done
 if [ -n "$RATE" ]; then
     [[ $RATE =~ ^[1-9][0-9]*$ ]] || die 2 "RATE must be a whole number of requests per second, not '$RATE'"
 fi
-if [ "$DURATION" -lt 1 ] || [ "$RUNS" -lt 1 ] || [ "$CONNECTIONS" -lt 1 ] || [ "$WORKERS" -lt 1 ] || [ "$LOAD_THREADS" -lt 1 ]; then
-    die 2 "DURATION, RUNS, CONNECTIONS, WORKERS and LOAD_THREADS must be at least 1"
-fi
+for v in DURATION RUNS CONNECTIONS WORKERS LOAD_THREADS ORIGIN_WORKERS; do
+    [ "${!v}" -ge 1 ] || die 2 "$v must be at least 1"
+done
 for v in GATE_RPS GATE_CPU; do
     [[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die 2 "$v must be a number such as 0.98, not '${!v}'"
 done
