@@ -19,6 +19,9 @@
 #   FEW, MANY  request counts of the two runs (default 1000 and 3000)
 #   BASE, NEW  two workload binaries for A/B; exit 1 when NEW costs more than
 #              GATE times BASE in any scenario (default GATE=1.003, i.e. 0.3 %)
+#   RUNTIME    passed to the workload: multi-thread runs it on tokio's
+#              multi-thread scheduler with one worker instead of the
+#              current-thread runtime (the worker-model comparison)
 #   BUDGET     the budget file for --check (default benches/budget.json);
 #              --check exits 1 when a scenario exceeds its budget by more than
 #              TOLERANCE (default 0.01, i.e. 1 %)

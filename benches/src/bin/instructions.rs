@@ -24,9 +24,10 @@
 //! measured ones). The requests are the same.
 //!
 //! The worker model (`RUNTIME=multi-thread`): the same workload on tokio's
-//! multi-thread scheduler with one worker, as `scalwsd --workers 1` runs,
-//! instead of the current-thread runtime. Everything is spawned onto the
-//! worker, so the thread that waits for it does nothing but wait.
+//! multi-thread scheduler with one worker (what `scalwsd` runs with two or
+//! more workers) instead of the current-thread runtime (what it runs with
+//! one). Everything is spawned onto the worker, so the thread that waits
+//! for it does nothing but wait.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
