@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use scalws_core::{Body, ConnInfo, Limits, ListenerSpec, Server};
-use test_support::{Proto, TestClient, closed_within, raw_exchange, request};
+use test_support::{Proto, TestClient, closed_within, raw_exchange, read_response, request};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -333,45 +333,6 @@ async fn connections_past_max_connections_wait_in_the_backlog() {
     drop(first);
     let reply = test_support::read_until_close(&mut second, Duration::from_secs(5)).await;
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-}
-
-/// One response off a raw HTTP/1.1 connection: its head, then a body of
-/// the Content-Length the head gives.
-async fn read_response<R: tokio::io::AsyncRead + Unpin>(stream: &mut R) -> (String, Vec<u8>) {
-    use tokio::io::AsyncReadExt;
-    let mut bytes = Vec::new();
-    let mut byte = [0u8; 1];
-    while !bytes.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
-            .await
-            .expect("no response head within 5 s")
-            .unwrap();
-        assert_eq!(
-            n,
-            1,
-            "closed mid-head after {:?}",
-            String::from_utf8_lossy(&bytes)
-        );
-        bytes.push(byte[0]);
-    }
-    let head = String::from_utf8(bytes).unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|line| {
-            line.to_ascii_lowercase()
-                .strip_prefix("content-length: ")
-                .map(str::to_owned)
-        })
-        .expect("a Content-Length")
-        .trim()
-        .parse()
-        .unwrap();
-    let mut body = vec![0u8; length];
-    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut body))
-        .await
-        .expect("no whole body within 5 s")
-        .unwrap();
-    (head, body)
 }
 
 /// Between requests, an HTTP/1.1 connection gives its read and write

@@ -17,7 +17,7 @@ use rustls::ClientConfig;
 use rustls_pki_types::{CertificateDer, ServerName};
 use scalws_core::tls::{CertificateFiles, TlsCertificates, TlsLoadError, UnknownServerName};
 use scalws_core::{Body, ConnInfo, Limits, ListenerProtocol, ListenerSpec, Server};
-use test_support::{closed_within, raw_exchange};
+use test_support::{closed_within, raw_exchange, read_response};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
@@ -588,39 +588,6 @@ fn covers_exact_and_one_label_wildcard_names() {
     );
 }
 
-/// One response off a raw HTTP/1.1 stream: its head, then a body of the
-/// Content-Length the head gives.
-async fn read_response<R: tokio::io::AsyncRead + Unpin>(stream: &mut R) -> (String, String) {
-    use tokio::io::AsyncReadExt;
-    let mut bytes = Vec::new();
-    let mut byte = [0u8; 1];
-    while !bytes.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
-            .await
-            .expect("no response head within 5 s")
-            .unwrap();
-        assert_eq!(n, 1, "closed mid-head");
-        bytes.push(byte[0]);
-    }
-    let head = String::from_utf8(bytes).unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|line| {
-            let line = line.to_ascii_lowercase();
-            line.strip_prefix("content-length: ")
-                .map(|v| v.trim().to_owned())
-        })
-        .expect("a Content-Length")
-        .parse()
-        .unwrap();
-    let mut body = vec![0u8; length];
-    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut body))
-        .await
-        .expect("no whole body within 5 s")
-        .unwrap();
-    (head, String::from_utf8(body).unwrap())
-}
-
 /// Over TLS too, an idle HTTP/1.1 connection gives its buffers back between
 /// requests (the vendored hyper reads zero bytes first; tokio-rustls waits
 /// for plaintext on that read) and reads whatever comes next whole: after
@@ -645,7 +612,7 @@ async fn over_tls_what_comes_after_an_idle_spell_is_read_whole() {
     tls.write_all(get).await.unwrap();
     let (head, body) = read_response(&mut tls).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert_eq!(body, expected);
+    assert_eq!(body, expected.as_bytes());
 
     idle().await;
     for piece in get.chunks(5) {
@@ -653,12 +620,12 @@ async fn over_tls_what_comes_after_an_idle_spell_is_read_whole() {
         tls.flush().await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(read_response(&mut tls).await.1, expected);
+    assert_eq!(read_response(&mut tls).await.1, expected.as_bytes());
 
     idle().await;
     tls.write_all(&[&get[..], &get[..]].concat()).await.unwrap();
-    assert_eq!(read_response(&mut tls).await.1, expected);
-    assert_eq!(read_response(&mut tls).await.1, expected);
+    assert_eq!(read_response(&mut tls).await.1, expected.as_bytes());
+    assert_eq!(read_response(&mut tls).await.1, expected.as_bytes());
 
     idle().await;
     tls.shutdown().await.unwrap();

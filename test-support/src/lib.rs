@@ -150,6 +150,45 @@ pub async fn read_until_close(stream: &mut TcpStream, wait: Duration) -> String 
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// One response off a raw HTTP/1.1 stream (plain or TLS): its head, then a
+/// body of the Content-Length the head gives. Panics if either takes more
+/// than 5 s or the stream closes first.
+pub async fn read_response<R: tokio::io::AsyncRead + Unpin>(stream: &mut R) -> (String, Vec<u8>) {
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .expect("no response head within 5 s")
+            .unwrap();
+        assert_eq!(
+            n,
+            1,
+            "closed mid-head after {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8(bytes).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .expect("a Content-Length")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut body))
+        .await
+        .expect("no whole body within 5 s")
+        .unwrap();
+    (head, body)
+}
+
 /// True when the peer closed `stream` within `wait` (EOF or reset).
 pub async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
     let mut buf = [0u8; 1024];
