@@ -1,8 +1,8 @@
 //! `scalwsd --kubernetes` against a fake API server (test-support's `apiserver`)
 //! that a real kube client talks to over HTTP on 127.0.0.1: the first list,
 //! changes applied through the reload path, an EndpointSlice change with no
-//! request failing, a relist after 410 Gone, an API server that goes away,
-//! status written by the Lease holder only.
+//! request failing, a relist after 410 Gone, an API server that answers 503
+//! and one that does not answer at all, status written by the Lease holder only.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -205,6 +205,26 @@ async fn the_controller_follows_the_cluster() {
     })
     .await;
 
+    // Status writes that fail are written again on a later round.
+    let patches = api.patches().len();
+    api.fail_status_patches(3);
+    api.apply(&base().replace(
+        "rules: [{ backendRefs: [{ name: echo, port: 8080 }] }]",
+        "rules: [{ backendRefs: [{ name: echo, port: 8080 }] }, { matches: [{ path: { type: PathPrefix, value: /kettle } }], filters: [{ type: RequestRedirect, requestRedirect: { hostname: tea.example } }] }]",
+    ));
+    eventually(
+        "generation 3 observed after refused writes",
+        &server,
+        async || {
+            api.object("HTTPRoute", NS, "echo").is_some_and(|r| {
+                r["status"]["parents"][0]["conditions"][0]["observedGeneration"] == 3
+            })
+        },
+    )
+    .await;
+    assert!(api.patches().len() > patches);
+    assert_eq!(get(http, "echo.example", "/kettle").await.status(), 302);
+
     // An EndpointSlice change, under load: no request fails, and the endpoint
     // that remains keeps its upstream connection.
     let load = tokio::spawn(async move {
@@ -288,6 +308,36 @@ async fn the_controller_follows_the_cluster() {
             .contains("kubernetes: in sync")
     })
     .await;
+
+    // An API server that stops answering (no error, no answer, as behind a
+    // dead connection): out of sync, and this replica stops counting itself
+    // the leader before its claim lapses; when it answers, both come back.
+    api.set_silent(true);
+    eventually("out of sync while unanswered", &server, async || {
+        admin_text(admin, "/healthz").await.contains("out of sync")
+    })
+    .await;
+    eventually("not the leader while unanswered", &server, async || {
+        admin_text(admin, "/metrics")
+            .await
+            .contains("scalws_kubernetes_leader 0")
+    })
+    .await;
+    assert_eq!(get(http, "again.example", "/").await.status(), 200);
+    api.set_silent(false);
+    eventually("in sync once answered", &server, async || {
+        admin_text(admin, "/healthz")
+            .await
+            .contains("kubernetes: in sync")
+    })
+    .await;
+    eventually("the leader again", &server, async || {
+        admin_text(admin, "/metrics")
+            .await
+            .contains("scalws_kubernetes_leader 1")
+    })
+    .await;
+
     api.delete("HTTPRoute", NS, "echo");
     eventually("a deleted route stops serving", &server, async || {
         get(http, "echo.example", "/").await.status() == 404

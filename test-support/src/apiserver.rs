@@ -63,6 +63,8 @@ struct State {
     pub requests: Vec<String>,
     /// Path prefixes answered 404, as for an API that is not installed.
     hidden: Vec<String>,
+    /// This many status patches still to answer 503.
+    failing_patches: usize,
 }
 
 /// The server; stops with the test's runtime.
@@ -72,6 +74,8 @@ pub struct FakeApiServer {
     state: Arc<Mutex<State>>,
     /// Wakes watches on a new event; a `true` ends every open watch.
     wake: broadcast::Sender<bool>,
+    /// While true, requests get no answer (they wait until it is false).
+    silent: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl FakeApiServer {
@@ -86,6 +90,7 @@ impl FakeApiServer {
                 ..State::default()
             })),
             wake,
+            silent: Arc::new(tokio::sync::watch::Sender::new(false)),
         };
         let accept = server.clone();
         tokio::spawn(async move {
@@ -250,6 +255,18 @@ impl FakeApiServer {
         }
     }
 
+    /// Answers the next `n` status patches 503 (everything else as usual).
+    pub fn fail_status_patches(&self, n: usize) {
+        self.state.lock().unwrap().failing_patches = n;
+    }
+
+    /// Holds every new request unanswered (an API server behind a dead
+    /// connection: no error, no answer), or answers again. Open watches stay
+    /// open and quiet.
+    pub fn set_silent(&self, silent: bool) {
+        self.silent.send_replace(silent);
+    }
+
     /// Answers 404 under `prefix` (`/apis/gateway.networking.k8s.io/v1beta1`),
     /// as an API server does for a group or version that is not installed.
     pub fn hide(&self, prefix: &str) {
@@ -281,6 +298,7 @@ impl FakeApiServer {
     }
 
     async fn handle(&self, req: Request<Incoming>) -> Response<Body> {
+        let _ = self.silent.subscribe().wait_for(|silent| !silent).await;
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
         let query: BTreeMap<String, String> = req
@@ -358,6 +376,17 @@ impl FakeApiServer {
                 json_response(200, &self.object_at(&target, name).unwrap())
             }
             (Method::PATCH, Some(name), Some("status")) => {
+                {
+                    let mut state = self.state.lock().unwrap();
+                    if state.failing_patches > 0 {
+                        state.failing_patches -= 1;
+                        return status(
+                            503,
+                            "ServiceUnavailable",
+                            "the fake API server refuses this write",
+                        );
+                    }
+                }
                 let patch: Value = serde_json::from_slice(&body).unwrap_or_default();
                 let Some(mut object) = self.object_at(&target, name) else {
                     return status(404, "NotFound", "not found");

@@ -16,6 +16,10 @@ use kube::api::{Api, PostParams};
 pub(crate) const LEASE_SECONDS: i32 = 15;
 /// How often the holder renews, and others look.
 const RETRY: Duration = Duration::from_secs(2);
+/// How long one round (read and write of the Lease) may take: with `RETRY`
+/// well inside `LEASE_SECONDS`, a holder that cannot renew stops writing
+/// status before its claim lapses.
+const ROUND: Duration = Duration::from_secs(5);
 
 /// Whether this replica holds the Lease, as last seen.
 #[derive(Clone, Default)]
@@ -39,11 +43,17 @@ pub(crate) fn start(
     tokio::spawn(async move {
         let api: Api<Lease> = Api::namespaced(client, &namespace);
         loop {
-            let held = match try_hold(&api, &name, &identity).await {
-                Ok(held) => held,
-                Err(error) => {
+            // Bounded: a round that hangs must not leave the flag saying we
+            // lead after the claim has lapsed and another replica took over.
+            let held = match tokio::time::timeout(ROUND, try_hold(&api, &name, &identity)).await {
+                Ok(Ok(held)) => held,
+                Ok(Err(error)) => {
                     tracing::debug!(%error, "lease: cannot reach the API server");
                     // Without a renewal we may not be the holder any more.
+                    false
+                }
+                Err(_) => {
+                    tracing::debug!("lease: the API server did not answer in time");
                     false
                 }
             };

@@ -38,11 +38,29 @@ use super::translate::{Options, Translation, translate};
 const SECRETS: &str = "/kubernetes/secrets";
 /// How long a change waits for the next one before it is translated.
 const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How long one round of status writes may take; an API server that does not
+/// answer must not hold up applying changes.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The Kubernetes client from the in-cluster service account or KUBECONFIG,
+/// without kube's own retries: they hold a request that meets a 503 for
+/// minutes (15 tries with growing waits), which would hide an API server that
+/// is down from the health check and keep a leader that cannot renew its
+/// Lease believing it leads. Every caller here retries on its own: the
+/// watches with their backoff, the election every round, status writes on
+/// the next round.
+async fn client() -> Result<kube::Client, kube::Error> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    config.default_retry = false;
+    kube::Client::try_from(config)
+}
 
 /// Runs the controller until SIGTERM or SIGINT (inside the runtime `scalwsd`
 /// starts); returns the exit status.
 pub async fn run(args: ControllerArgs) -> ExitCode {
-    let client = match kube::Client::try_default().await {
+    let client = match client().await {
         Ok(client) => client,
         Err(error) => {
             eprintln!(
@@ -132,6 +150,7 @@ pub async fn run(args: ControllerArgs) -> ExitCode {
         applied: fingerprint(&translation),
         last: (resources, translation),
         written_as_leader: false,
+        write_failing: false,
     };
     tokio::spawn(controller.run());
     crate::serve::run(
@@ -248,6 +267,8 @@ struct Controller {
     last: (super::Resources, Translation),
     /// Status was written since this replica became the leader.
     written_as_leader: bool,
+    /// The last status write failed (later failures are logged quietly).
+    write_failing: bool,
 }
 
 impl Controller {
@@ -261,17 +282,40 @@ impl Controller {
                 self.written_as_leader = false;
             } else if !self.written_as_leader {
                 let (resources, translation) = &self.last;
-                let written = write::write(
-                    &self.client,
-                    &self.controller_name,
-                    resources,
-                    &translation.status,
+                let tally = tokio::time::timeout(
+                    WRITE_TIMEOUT,
+                    write::write(
+                        &self.client,
+                        &self.controller_name,
+                        resources,
+                        &translation.status,
+                        self.write_failing,
+                    ),
                 )
                 .await;
-                if written > 0 {
-                    tracing::debug!(written, "status written");
+                let failed = match tally {
+                    Ok(tally) => {
+                        if tally.written > 0 {
+                            tracing::debug!(written = tally.written, "status written");
+                        }
+                        tally.failed > 0
+                    }
+                    Err(_) => {
+                        if !self.write_failing {
+                            tracing::warn!(
+                                "status: the API server did not answer within {} s",
+                                WRITE_TIMEOUT.as_secs()
+                            );
+                        }
+                        true
+                    }
+                };
+                if self.write_failing && !failed {
+                    tracing::info!("status written again after failures");
                 }
-                self.written_as_leader = true;
+                // What failed is written again on the next round.
+                self.written_as_leader = !failed;
+                self.write_failing = failed;
             }
             // A change, or every few seconds a look at the Lease and the API server.
             let woke =

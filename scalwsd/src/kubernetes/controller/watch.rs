@@ -38,6 +38,9 @@ struct Health {
 /// relist brings no event to say it is healthy again.
 const FAILING_FOR: Duration = Duration::from_secs(40);
 
+/// How long the probe waits for the API server's answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
 static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
 fn now_ms() -> u64 {
@@ -78,6 +81,9 @@ pub(crate) struct Watches {
     secrets: Vec<Store<Secret>>,
     namespaces: Vec<Store<Namespace>>,
     health: Vec<Arc<Health>>,
+    /// The last probe went unanswered: the API server cannot be reached,
+    /// though a watch that hangs on a dead connection may not have said so.
+    unreachable: AtomicBool,
     /// Woken on every change of any store.
     pub(crate) changed: Arc<Notify>,
 }
@@ -98,6 +104,7 @@ impl Watches {
             secrets: Vec::new(),
             namespaces: Vec::new(),
             health: Vec::new(),
+            unreachable: AtomicBool::new(false),
             changed: Arc::new(Notify::new()),
         };
         let all = watcher::Config::default();
@@ -220,15 +227,31 @@ impl Watches {
 
     /// Asks the API server for one Namespace: if it answers, failures of the
     /// watches from before the question are over (a watch that resumes
-    /// without relisting says nothing when it recovers).
+    /// without relisting says nothing when it recovers); if it does not
+    /// within `PROBE_TIMEOUT`, the API server counts as unreachable.
     pub(crate) async fn probe(&self, client: &Client) {
         let asked = now_ms();
         let api: Api<Namespace> = Api::all(client.clone());
-        if api
-            .list_metadata(&kube::api::ListParams::default().limit(1))
-            .await
-            .is_ok()
-        {
+        let answer = tokio::time::timeout(
+            PROBE_TIMEOUT,
+            api.list_metadata(&kube::api::ListParams::default().limit(1)),
+        )
+        .await;
+        let answered = matches!(answer, Ok(Ok(_)));
+        let was_unreachable = self.unreachable.swap(!answered, Ordering::Relaxed);
+        // Said once per change: answered after not, or not after answered.
+        if was_unreachable == answered {
+            if answered {
+                tracing::info!("the API server answers again");
+            } else {
+                let why = match answer {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
+                };
+                tracing::warn!(error = %why, "the API server cannot be reached; serving the last good configuration");
+            }
+        }
+        if answered {
             for h in &self.health {
                 let _ = h
                     .failed_at
@@ -244,11 +267,13 @@ impl Watches {
         self.health.iter().all(|h| h.listed.load(Ordering::Relaxed))
     }
 
-    /// Listed, and no watch is failing now.
+    /// Listed, no watch is failing now, and the last probe was answered.
     pub(crate) fn in_sync(&self) -> bool {
-        self.health
-            .iter()
-            .all(|h| h.listed.load(Ordering::Relaxed) && !h.failing())
+        !self.unreachable.load(Ordering::Relaxed)
+            && self
+                .health
+                .iter()
+                .all(|h| h.listed.load(Ordering::Relaxed) && !h.failing())
     }
 
     /// What the stores hold now.

@@ -21,15 +21,29 @@ use crate::kubernetes::Resources;
 use crate::kubernetes::resources::{name, namespace};
 use crate::kubernetes::status::{Condition, Status};
 
-/// Writes every status that differs from what `resources` hold; returns how many were written.
+/// How a round of status writes went.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) written: usize,
+    pub(crate) failed: usize,
+    /// Failures are logged at debug only (the round before failed too).
+    quiet: bool,
+}
+
+/// Writes every status that differs from what `resources` hold; `quiet`
+/// logs failures at debug level (when the last round failed already).
 pub(crate) async fn write(
     client: &Client,
     controller: &str,
     resources: &Resources,
     status: &Status,
-) -> usize {
+    quiet: bool,
+) -> Tally {
     let now = Time(Timestamp::now());
-    let mut written = 0;
+    let mut tally = Tally {
+        quiet,
+        ..Tally::default()
+    };
     for class in &status.classes {
         let Some(current) = resources
             .gateway_classes
@@ -46,7 +60,14 @@ pub(crate) async fn write(
         let new =
             json!({ "conditions": conditions(&class.conditions, &old, class.generation, &now) });
         let api: Api<GatewayClass> = Api::all(client.clone());
-        written += patch(&api, &class.name, to_value(&current.status), new).await;
+        patch(
+            &mut tally,
+            &api,
+            &class.name,
+            to_value(&current.status),
+            new,
+        )
+        .await;
     }
     for gw in &status.gateways {
         let Some(current) = resources
@@ -106,7 +127,7 @@ pub(crate) async fn write(
             "addresses": addresses,
         });
         let api: Api<Gateway> = Api::namespaced(client.clone(), &gw.namespace);
-        written += patch(&api, &gw.name, to_value(&current.status), new).await;
+        patch(&mut tally, &api, &gw.name, to_value(&current.status), new).await;
     }
     for route in &status.routes {
         let Some(current) = resources
@@ -159,7 +180,14 @@ pub(crate) async fn write(
         }
         let new = json!({ "parents": parents });
         let api: Api<HttpRoute> = Api::namespaced(client.clone(), &route.namespace);
-        written += patch(&api, &route.name, to_value(&current.status), new).await;
+        patch(
+            &mut tally,
+            &api,
+            &route.name,
+            to_value(&current.status),
+            new,
+        )
+        .await;
     }
     // Routes that no longer have a parent of ours keep no entry of ours.
     for current in &resources.http_routes {
@@ -179,7 +207,8 @@ pub(crate) async fn write(
             .filter(|p| p.controller_name != controller)
             .collect();
         let api: Api<HttpRoute> = Api::namespaced(client.clone(), ns);
-        written += patch(
+        patch(
+            &mut tally,
             &api,
             n,
             to_value(&current.status),
@@ -216,9 +245,16 @@ pub(crate) async fn write(
             .collect();
         let new = json!({ "loadBalancer": { "ingress": addresses } });
         let api: Api<Ingress> = Api::namespaced(client.clone(), &ingress.namespace);
-        written += patch(&api, &ingress.name, to_value(&current.status), new).await;
+        patch(
+            &mut tally,
+            &api,
+            &ingress.name,
+            to_value(&current.status),
+            new,
+        )
+        .await;
     }
-    written
+    tally
 }
 
 fn to_value<T: serde::Serialize>(status: &Option<T>) -> Value {
@@ -229,7 +265,7 @@ fn to_value<T: serde::Serialize>(status: &Option<T>) -> Value {
 }
 
 /// Patches `status` of `name` to `new` unless every field of `new` is already so.
-async fn patch<K>(api: &Api<K>, name: &str, old: Value, new: Value) -> usize
+async fn patch<K>(tally: &mut Tally, api: &Api<K>, name: &str, old: Value, new: Value)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -240,7 +276,7 @@ where
         })
     });
     if same {
-        return 0;
+        return;
     }
     match api
         .patch_status(
@@ -250,10 +286,14 @@ where
         )
         .await
     {
-        Ok(_) => 1,
+        Ok(_) => tally.written += 1,
         Err(error) => {
-            tracing::warn!(%name, %error, "cannot write status");
-            0
+            if tally.quiet {
+                tracing::debug!(%name, %error, "cannot write status");
+            } else {
+                tracing::warn!(%name, %error, "cannot write status; trying again");
+            }
+            tally.failed += 1;
         }
     }
 }
