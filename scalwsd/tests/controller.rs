@@ -99,6 +99,11 @@ async fn admin_text(admin: SocketAddr, path: &str) -> String {
     get(admin, "admin", path).await.reply.text().to_owned()
 }
 
+/// Whether the admin listener's `path` (`/healthz`, `/metrics`) says `text`.
+async fn admin_says(admin: SocketAddr, path: &str, text: &str) -> bool {
+    admin_text(admin, path).await.contains(text)
+}
+
 #[tokio::test]
 async fn the_controller_follows_the_cluster() {
     let api = FakeApiServer::start().await;
@@ -206,7 +211,13 @@ async fn the_controller_follows_the_cluster() {
     .await;
 
     // Status writes that fail are written again on a later round.
-    let patches = api.patches().len();
+    let tried = |api: &FakeApiServer| {
+        api.requests()
+            .iter()
+            .filter(|r| r.starts_with("PATCH"))
+            .count()
+    };
+    let (tried_before, written_before) = (tried(&api), api.patches().len());
     api.fail_status_patches(3);
     api.apply(&base().replace(
         "rules: [{ backendRefs: [{ name: echo, port: 8080 }] }]",
@@ -222,7 +233,11 @@ async fn the_controller_follows_the_cluster() {
         },
     )
     .await;
-    assert!(api.patches().len() > patches);
+    let written = api.patches().len() - written_before;
+    assert!(
+        written > 0 && tried(&api) - tried_before >= written + 3,
+        "the three refused writes were tried, and written again: {written} written"
+    );
     assert_eq!(get(http, "echo.example", "/kettle").await.status(), 302);
 
     // An EndpointSlice change, under load: no request fails, and the endpoint
@@ -288,7 +303,7 @@ async fn the_controller_follows_the_cluster() {
     // health says it is out of sync; when it is back, in sync again.
     api.set_unreachable(true);
     eventually("out of sync", &server, async || {
-        admin_text(admin, "/healthz").await.contains("out of sync")
+        admin_says(admin, "/healthz", "out of sync").await
     })
     .await;
     assert_eq!(
@@ -303,9 +318,7 @@ async fn the_controller_follows_the_cluster() {
     );
     api.set_unreachable(false);
     eventually("in sync again", &server, async || {
-        admin_text(admin, "/healthz")
-            .await
-            .contains("kubernetes: in sync")
+        admin_says(admin, "/healthz", "kubernetes: in sync").await
     })
     .await;
 
@@ -314,27 +327,21 @@ async fn the_controller_follows_the_cluster() {
     // the leader before its claim lapses; when it answers, both come back.
     api.set_silent(true);
     eventually("out of sync while unanswered", &server, async || {
-        admin_text(admin, "/healthz").await.contains("out of sync")
+        admin_says(admin, "/healthz", "out of sync").await
     })
     .await;
     eventually("not the leader while unanswered", &server, async || {
-        admin_text(admin, "/metrics")
-            .await
-            .contains("scalws_kubernetes_leader 0")
+        admin_says(admin, "/metrics", "scalws_kubernetes_leader 0").await
     })
     .await;
     assert_eq!(get(http, "again.example", "/").await.status(), 200);
     api.set_silent(false);
     eventually("in sync once answered", &server, async || {
-        admin_text(admin, "/healthz")
-            .await
-            .contains("kubernetes: in sync")
+        admin_says(admin, "/healthz", "kubernetes: in sync").await
     })
     .await;
     eventually("the leader again", &server, async || {
-        admin_text(admin, "/metrics")
-            .await
-            .contains("scalws_kubernetes_leader 1")
+        admin_says(admin, "/metrics", "scalws_kubernetes_leader 1").await
     })
     .await;
 

@@ -267,7 +267,7 @@ struct Controller {
     last: (super::Resources, Translation),
     /// Status was written since this replica became the leader.
     written_as_leader: bool,
-    /// The last status write failed (later failures are logged quietly).
+    /// The last round of status writes failed (logged when it starts and stops).
     write_failing: bool,
 }
 
@@ -289,29 +289,31 @@ impl Controller {
                         &self.controller_name,
                         resources,
                         &translation.status,
-                        self.write_failing,
                     ),
                 )
                 .await;
-                let failed = match tally {
+                let failure = match tally {
                     Ok(tally) => {
                         if tally.written > 0 {
                             tracing::debug!(written = tally.written, "status written");
                         }
-                        tally.failed > 0
+                        tally.first_error.map(|first| {
+                            format!("{} not written (the first: {first})", tally.failed)
+                        })
                     }
-                    Err(_) => {
-                        if !self.write_failing {
-                            tracing::warn!(
-                                "status: the API server did not answer within {} s",
-                                WRITE_TIMEOUT.as_secs()
-                            );
-                        }
-                        true
-                    }
+                    Err(_) => Some(format!(
+                        "the API server did not answer within {} s",
+                        WRITE_TIMEOUT.as_secs()
+                    )),
                 };
-                if self.write_failing && !failed {
-                    tracing::info!("status written again after failures");
+                let failed = failure.is_some();
+                // Said once per change: failing after not, or written after failing.
+                match failure {
+                    Some(why) if !self.write_failing => {
+                        tracing::warn!(error = %why, "cannot write status; trying again");
+                    }
+                    None if self.write_failing => tracing::info!("status written again"),
+                    _ => {}
                 }
                 // What failed is written again on the next round.
                 self.written_as_leader = !failed;

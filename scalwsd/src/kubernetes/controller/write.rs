@@ -26,24 +26,21 @@ use crate::kubernetes::status::{Condition, Status};
 pub(crate) struct Tally {
     pub(crate) written: usize,
     pub(crate) failed: usize,
-    /// Failures are logged at debug only (the round before failed too).
-    quiet: bool,
+    /// The first failure: which resource, and why.
+    pub(crate) first_error: Option<String>,
 }
 
-/// Writes every status that differs from what `resources` hold; `quiet`
-/// logs failures at debug level (when the last round failed already).
+/// Writes every status that differs from what `resources` hold. Failures
+/// are counted, not logged: the caller says when writing starts and stops
+/// failing.
 pub(crate) async fn write(
     client: &Client,
     controller: &str,
     resources: &Resources,
     status: &Status,
-    quiet: bool,
 ) -> Tally {
     let now = Time(Timestamp::now());
-    let mut tally = Tally {
-        quiet,
-        ..Tally::default()
-    };
+    let mut tally = Tally::default();
     for class in &status.classes {
         let Some(current) = resources
             .gateway_classes
@@ -60,14 +57,9 @@ pub(crate) async fn write(
         let new =
             json!({ "conditions": conditions(&class.conditions, &old, class.generation, &now) });
         let api: Api<GatewayClass> = Api::all(client.clone());
-        patch(
-            &mut tally,
-            &api,
-            &class.name,
-            to_value(&current.status),
-            new,
-        )
-        .await;
+        tally
+            .patch(&api, &class.name, to_value(&current.status), new)
+            .await;
     }
     for gw in &status.gateways {
         let Some(current) = resources
@@ -127,7 +119,9 @@ pub(crate) async fn write(
             "addresses": addresses,
         });
         let api: Api<Gateway> = Api::namespaced(client.clone(), &gw.namespace);
-        patch(&mut tally, &api, &gw.name, to_value(&current.status), new).await;
+        tally
+            .patch(&api, &gw.name, to_value(&current.status), new)
+            .await;
     }
     for route in &status.routes {
         let Some(current) = resources
@@ -180,14 +174,9 @@ pub(crate) async fn write(
         }
         let new = json!({ "parents": parents });
         let api: Api<HttpRoute> = Api::namespaced(client.clone(), &route.namespace);
-        patch(
-            &mut tally,
-            &api,
-            &route.name,
-            to_value(&current.status),
-            new,
-        )
-        .await;
+        tally
+            .patch(&api, &route.name, to_value(&current.status), new)
+            .await;
     }
     // Routes that no longer have a parent of ours keep no entry of ours.
     for current in &resources.http_routes {
@@ -207,14 +196,14 @@ pub(crate) async fn write(
             .filter(|p| p.controller_name != controller)
             .collect();
         let api: Api<HttpRoute> = Api::namespaced(client.clone(), ns);
-        patch(
-            &mut tally,
-            &api,
-            n,
-            to_value(&current.status),
-            json!({ "parents": parents }),
-        )
-        .await;
+        tally
+            .patch(
+                &api,
+                n,
+                to_value(&current.status),
+                json!({ "parents": parents }),
+            )
+            .await;
     }
     for ingress in &status.ingresses {
         // Nothing published: the address is not ours to say (nor to clear).
@@ -245,14 +234,9 @@ pub(crate) async fn write(
             .collect();
         let new = json!({ "loadBalancer": { "ingress": addresses } });
         let api: Api<Ingress> = Api::namespaced(client.clone(), &ingress.namespace);
-        patch(
-            &mut tally,
-            &api,
-            &ingress.name,
-            to_value(&current.status),
-            new,
-        )
-        .await;
+        tally
+            .patch(&api, &ingress.name, to_value(&current.status), new)
+            .await;
     }
     tally
 }
@@ -264,36 +248,36 @@ fn to_value<T: serde::Serialize>(status: &Option<T>) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Patches `status` of `name` to `new` unless every field of `new` is already so.
-async fn patch<K>(tally: &mut Tally, api: &Api<K>, name: &str, old: Value, new: Value)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let same = new.as_object().is_some_and(|fields| {
-        fields.iter().all(|(k, v)| {
-            old.get(k).unwrap_or(&Value::Null) == v
-                || (v.as_array().is_some_and(Vec::is_empty) && old.get(k).is_none())
-        })
-    });
-    if same {
-        return;
-    }
-    match api
-        .patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": new })),
-        )
-        .await
+impl Tally {
+    /// Patches `status` of `name` to `new` unless every field of `new` is already so.
+    async fn patch<K>(&mut self, api: &Api<K>, name: &str, old: Value, new: Value)
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
-        Ok(_) => tally.written += 1,
-        Err(error) => {
-            if tally.quiet {
+        let same = new.as_object().is_some_and(|fields| {
+            fields.iter().all(|(k, v)| {
+                old.get(k).unwrap_or(&Value::Null) == v
+                    || (v.as_array().is_some_and(Vec::is_empty) && old.get(k).is_none())
+            })
+        });
+        if same {
+            return;
+        }
+        match api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": new })),
+            )
+            .await
+        {
+            Ok(_) => self.written += 1,
+            Err(error) => {
                 tracing::debug!(%name, %error, "cannot write status");
-            } else {
-                tracing::warn!(%name, %error, "cannot write status; trying again");
+                self.failed += 1;
+                self.first_error
+                    .get_or_insert_with(|| format!("{name}: {error}"));
             }
-            tally.failed += 1;
         }
     }
 }
