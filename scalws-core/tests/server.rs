@@ -14,7 +14,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-/// Answers by path: `/echo-body` reads the body, `/panic` panics, `/slow` sleeps,
+/// Answers by path: `/echo-body` reads the body, `/echo-header` answers the
+/// value of `x-echo`, `/panic` panics, `/slow` sleeps,
 /// anything else names the listener and scheme from `ConnInfo`.
 async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
     match request.uri().path() {
@@ -22,6 +23,12 @@ async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
         "/slow" => {
             tokio::time::sleep(Duration::from_millis(800)).await;
             Ok(Response::new(Body::from("slow done")))
+        }
+        "/echo-header" => {
+            let value = request.headers().get("x-echo").cloned();
+            Ok(Response::new(Body::full(Bytes::from(
+                value.map_or_else(Vec::new, |v| v.as_bytes().to_vec()),
+            ))))
         }
         "/echo-body" => match request.into_body().collect().await {
             Ok(body) => Ok(Response::new(Body::full(body.to_bytes()))),
@@ -402,4 +409,144 @@ async fn what_comes_after_an_idle_spell_is_read_whole() {
     idle().await;
     stream.shutdown().await.unwrap();
     assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
+}
+
+/// An HTTP/2 connection with no open stream gives its read, write and HPACK
+/// buffers back while it waits (the vendored h2's change, on the server's
+/// side and on the client's) and takes new ones when the next frame comes:
+/// after each idle spell, bodies far larger than one buffer go both ways
+/// whole, on one stream and on several at once, a header block larger than
+/// a frame (HEADERS and CONTINUATION) is decoded whole, and a frame or a
+/// header block that arrives in pieces, with idle spells between them, is
+/// read whole.
+#[tokio::test]
+async fn an_idle_http2_connection_reads_and_writes_whole_after_an_idle_spell() {
+    let server = start(Limits::default());
+    let idle = || tokio::time::sleep(Duration::from_millis(150));
+    let sender = test_support::h2_connection(server.addr).await;
+    let send = |path: &'static str, header: Option<String>, body: Vec<u8>| {
+        let mut sender = sender.clone();
+        async move {
+            let mut builder = request("POST", "x", path).version(http::Version::HTTP_2);
+            if let Some(value) = header {
+                builder = builder.header("x-echo", value);
+            }
+            let request = builder.body(Full::new(Bytes::from(body))).unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.into_body().collect().await.unwrap().to_bytes()
+        }
+    };
+    let body =
+        |seed: u32, len: u32| -> Vec<u8> { (0..len).map(|i| ((i + seed) % 251) as u8).collect() };
+
+    assert_eq!(send("/", None, Vec::new()).await, "edge http HTTP/2.0");
+
+    idle().await;
+    let large = body(0, 300_000);
+    assert!(
+        send("/echo-body", None, large.clone()).await == large,
+        "the echoed body differs"
+    );
+
+    idle().await;
+    let streams: Vec<_> = (0..5u32)
+        .map(|n| {
+            let sent = body(n, 40_000 + n * 1000);
+            let reply = tokio::spawn(send("/echo-body", None, sent.clone()));
+            (sent, reply)
+        })
+        .collect();
+    for (sent, reply) in streams {
+        assert!(reply.await.unwrap() == sent, "an echoed body differs");
+    }
+
+    // 40,000 characters: more than one 16 KiB frame, so HEADERS and then
+    // CONTINUATION frames; letters, so the encoder may Huffman-code them.
+    idle().await;
+    let value: String = (0..40_000u32)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    assert_eq!(
+        send("/echo-header", Some(value.clone()), Vec::new()).await,
+        value
+    );
+
+    // The same by hand: a frame in pieces, and a header block split between
+    // HEADERS and CONTINUATION, each with idle spells between the writes.
+    let mut raw = TcpStream::connect(server.addr).await.unwrap();
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| -> Vec<u8> {
+        let mut bytes = u32::try_from(payload.len()).unwrap().to_be_bytes()[1..].to_vec();
+        bytes.extend_from_slice(&[kind, flags]);
+        bytes.extend_from_slice(&stream.to_be_bytes());
+        bytes.extend_from_slice(payload);
+        bytes
+    };
+    // :method GET, :scheme http, :path / (static table), :authority x.
+    let block = [0x82, 0x86, 0x84, 0x01, 0x01, b'x'];
+    let mut start = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    start.extend(frame(4, 0, 0, &[]));
+    start.extend(frame(4, 1, 0, &[]));
+    raw.write_all(&start).await.unwrap();
+    let mut reader = RawFrames::default();
+    assert_eq!(reader.body(&mut raw, 0).await, b"", "the server's SETTINGS");
+    idle().await;
+    let whole = frame(1, 0x4 | 0x1, 1, &block);
+    for piece in whole.chunks(4) {
+        raw.write_all(piece).await.unwrap();
+        idle().await;
+    }
+    assert_eq!(reader.body(&mut raw, 1).await, b"edge http HTTP/2.0");
+    idle().await;
+    raw.write_all(&frame(1, 0x1, 3, &block[..3])).await.unwrap();
+    idle().await;
+    raw.write_all(&frame(9, 0x4, 3, &block[3..])).await.unwrap();
+    assert_eq!(reader.body(&mut raw, 3).await, b"edge http HTTP/2.0");
+}
+
+/// Frames read off a raw HTTP/2 connection.
+#[derive(Default)]
+struct RawFrames {
+    read: Vec<u8>,
+}
+
+impl RawFrames {
+    /// Reads frames until the response on `stream` ends (for stream 0,
+    /// until a SETTINGS frame) and returns its body; any other frame is
+    /// dropped.
+    async fn body(&mut self, stream: &mut TcpStream, want: u32) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut body = Vec::new();
+        loop {
+            while self.read.len() >= 9 {
+                let len = usize::from(self.read[0]) << 16
+                    | usize::from(self.read[1]) << 8
+                    | usize::from(self.read[2]);
+                if self.read.len() < 9 + len {
+                    break;
+                }
+                let head: Vec<u8> = self.read.drain(..9).collect();
+                let payload: Vec<u8> = self.read.drain(..len).collect();
+                let (kind, flags) = (head[3], head[4]);
+                let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+                assert_ne!(kind, 7, "GOAWAY: {payload:?}");
+                if want == 0 && kind == 4 && flags & 1 == 0 {
+                    return body;
+                }
+                if id == want && kind == 0 {
+                    body.extend_from_slice(&payload);
+                }
+                if id == want && (kind == 0 || kind == 1) && flags & 1 != 0 {
+                    return body;
+                }
+            }
+            let mut buf = [0u8; 16384];
+            let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+                .await
+                .expect("no frame within 5 s")
+                .unwrap();
+            assert!(n > 0, "the server closed the connection");
+            self.read.extend_from_slice(&buf[..n]);
+        }
+    }
 }
