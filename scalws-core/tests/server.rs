@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,12 +15,31 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
+/// How many `/hold` requests were dropped before they were answered.
+static HELD_AND_DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts itself in `HELD_AND_DROPPED` when dropped.
+struct Held;
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD_AND_DROPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// Answers by path: `/echo-body` reads the body, `/echo-header` answers the
-/// value of `x-echo`, `/panic` panics, `/slow` sleeps,
+/// value of `x-echo`, `/panic` panics, `/slow` sleeps, `/hold` waits 30 s
+/// (counting itself in `HELD_AND_DROPPED` if dropped before),
 /// anything else names the listener and scheme from `ConnInfo`.
 async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
     match request.uri().path() {
         "/panic" => panic!("boom"),
+        "/hold" => {
+            let held = Held;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            std::mem::forget(held);
+            Ok(Response::new(Body::from("held")))
+        }
         "/slow" => {
             tokio::time::sleep(Duration::from_millis(800)).await;
             Ok(Response::new(Body::from("slow done")))
@@ -549,4 +569,46 @@ impl RawFrames {
             self.read.extend_from_slice(&buf[..n]);
         }
     }
+}
+
+/// While a request is being answered, the server watches its connection for
+/// the client closing (hyper's read of `mid_message_detect_eof`): a client
+/// that closes gets its request dropped at once, and a request pipelined
+/// behind a slow one, in pieces, is read whole and answered after it.
+#[tokio::test]
+async fn a_request_in_flight_notices_its_client_closing_and_keeps_what_is_pipelined() {
+    let server = start(Limits::default());
+
+    let mut gone = TcpStream::connect(server.addr).await.unwrap();
+    gone.write_all(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(HELD_AND_DROPPED.load(Ordering::SeqCst), 0);
+    drop(gone);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while HELD_AND_DROPPED.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request outlived its client by 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // The second request comes while the first is in flight, in two pieces.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stream.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stream.write_all(b"st: x\r\n\r\n").await.unwrap();
+    let (head, body) = read_response(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, b"slow done");
+    let (head, body) = read_response(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, b"edge http HTTP/1.1");
 }
