@@ -522,6 +522,15 @@ async fn an_idle_http2_connection_reads_and_writes_whole_after_an_idle_spell() {
     idle().await;
     raw.write_all(&frame(9, 0x4, 3, &block[3..])).await.unwrap();
     assert_eq!(reader.body(&mut raw, 3).await, b"edge http HTTP/2.0");
+
+    // PRIORITY frames (on a closed stream and on an idle one) are read and
+    // ignored; h2 never writes one (its encoder has no PRIORITY branch).
+    let priority = [0, 0, 0, 0, 15];
+    let mut frames = frame(2, 0, 1, &priority);
+    frames.extend(frame(2, 0, 5, &priority));
+    frames.extend(frame(1, 0x4 | 0x1, 5, &block));
+    raw.write_all(&frames).await.unwrap();
+    assert_eq!(reader.body(&mut raw, 5).await, b"edge http HTTP/2.0");
 }
 
 /// Frames read off a raw HTTP/2 connection.
