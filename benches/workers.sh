@@ -8,6 +8,12 @@
 #   benches/workers.sh                          # N = 1, 2, 4, ... up to half the CPUs
 #   WORKERS_LIST="1 2 4 8" SCENARIOS=respond benches/workers.sh
 #   PEER= benches/workers.sh                    # ScalWS alone
+#   SCHEDULERS=per_worker benches/workers.sh    # one scheduler only
+#
+# Each scheduler of SCHEDULERS (default "per_worker work_stealing", see
+# `scheduler` in docs/configuration.md) is a column of its own: the release
+# binary run with --scheduler S, through a wrapper script in RESULTS/bin.
+# Setting VARIANTS instead compares those binaries, each on its default.
 #
 # Fair only when the load has as many CPUs as the server, or more: on a machine
 # with C CPUs, N goes up to C/2, and N=1 is all a two-CPU machine can measure
@@ -44,6 +50,22 @@ export PEER="${PEER-nginx}" RUNS="${RUNS:-2}" SCENARIOS="${SCENARIOS:-respond pr
 RESULTS="${RESULTS:-results/workers-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$RESULTS"
 PER_CONN="${CONNECTIONS:-}"
+if [ -z "${VARIANTS:-}" ]; then
+    bin="$(pwd)/target/release/scalwsd"
+    [ -x "$bin" ] || { say "no $bin: run cargo build --release -p scalwsd first"; exit 2; }
+    mkdir -p "$RESULTS/bin"
+    VARIANTS=""
+    for scheduler in ${SCHEDULERS:-per_worker work_stealing}; do
+        case "$scheduler" in
+            per_worker|work_stealing) ;;
+            *) say "SCHEDULERS: '$scheduler' is not per_worker or work_stealing"; exit 2;;
+        esac
+        printf '#!/usr/bin/env bash\nexec %q --scheduler %s "$@"\n' "$bin" "$scheduler" > "$RESULTS/bin/$scheduler"
+        chmod +x "$RESULTS/bin/$scheduler"
+        VARIANTS="$VARIANTS $scheduler=$RESULTS/bin/$scheduler"
+    done
+    export VARIANTS="${VARIANTS# }"
+fi
 
 for n in $WORKERS_LIST; do
     server="0-$(( n - 1 ))"; [ "$n" = 1 ] && server=0
@@ -67,15 +89,15 @@ for n in ns:
         for r in csv.DictReader(f):
             rows[(r["scenario"], r["variant"], n)] = r
 keys = sorted({(s, v) for (s, v, _) in rows})
-print(f"{'scenario':<14}{'column':<10}{'workers':>8}{'req/s':>12}{'us CPU/req':>12}{'req/s per worker vs N=1':>26}")
+print(f"{'scenario':<14}{'column':<15}{'workers':>8}{'req/s':>12}{'us CPU/req':>12}{'req/s per worker vs N=1':>26}")
 for s, v in keys:
     base = None
     for n in ns:
         r = rows.get((s, v, n))
         if not r or not r.get("rps_median"):
-            print(f"{s:<14}{v:<10}{n:>8}{'-':>12}{'-':>12}{'-':>26}")
+            print(f"{s:<14}{v:<15}{n:>8}{'-':>12}{'-':>12}{'-':>26}")
             continue
         rps, cpu = float(r["rps_median"]), float(r["cpu_us_per_req_median"] or "nan")
         base = base or rps
-        print(f"{s:<14}{v:<10}{n:>8}{rps:>12,.0f}{cpu:>12.2f}{rps / n / base:>26.2f}")
+        print(f"{s:<14}{v:<15}{n:>8}{rps:>12,.0f}{cpu:>12.2f}{rps / n / base:>26.2f}")
 PY

@@ -1,7 +1,7 @@
 //! The command line:
 //!
 //! ```text
-//! scalwsd [--config FILE] [--check] [--workers N] [--version]
+//! scalwsd [--config FILE] [--check] [--workers N] [--scheduler per_worker|work_stealing] [--version]
 //! scalwsd explain [--config FILE] [--listener NAME] [-X METHOD] [-H 'NAME: VALUE']...
 //!                 [--sni NAME] URL
 //! scalwsd translate [--bind ADDR] [--listen PORT=ADDR:PORT]... [--certs-dir DIR]
@@ -14,6 +14,13 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::config::Scheduler;
+
+fn parse_scheduler(name: &str) -> Result<Scheduler, String> {
+    Scheduler::from_name(name)
+        .ok_or_else(|| format!("expected one of {}", Scheduler::NAMES.join(", ")))
+}
 
 /// ScalWS: a reverse proxy wired from a YAML file.
 #[derive(Debug, Parser)]
@@ -36,6 +43,13 @@ pub struct Cli {
     /// Runtime worker threads (overrides `workers` in the file; default: one per CPU).
     #[arg(short, long, value_name = "N")]
     pub workers: Option<NonZeroUsize>,
+
+    /// How several workers share the work: `per_worker` (an event loop per
+    /// worker, each with its own SO_REUSEPORT sockets) or `work_stealing`
+    /// (tokio's multi-thread scheduler). Overrides `scheduler` in the file;
+    /// default `per_worker`.
+    #[arg(long, value_name = "MODEL", value_parser = parse_scheduler)]
+    pub scheduler: Option<Scheduler>,
 
     /// Configure from a Kubernetes cluster (Ingress and Gateway API) instead of a file.
     #[cfg(feature = "kubernetes")]

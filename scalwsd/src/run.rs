@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::Cli;
-use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG};
+use scalws_core::server::Workers;
+
+use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG, Scheduler};
 
 /// Exit status for a configuration error (SPEC: never binds, exits 2).
 pub const EXIT_CONFIG: u8 = 2;
@@ -50,8 +52,9 @@ pub fn load(source: &Source) -> Result<Config, ConfigErrors> {
 /// The whole life of the process; returns its exit status.
 ///
 /// The configuration is loaded inside the runtime because upstream pools with
-/// health checks start their checker tasks as they are built; `workers` is
-/// read from the file first, since the runtime needs it before anything else.
+/// health checks start their checker tasks as they are built; `workers` and
+/// `scheduler` are read from the file first, since the runtime needs them
+/// before anything else.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging();
     if let Some(crate::cli::Command::Explain(args)) = &cli.command {
@@ -97,31 +100,48 @@ pub fn main(cli: Cli) -> ExitCode {
     let workers = cli
         .workers
         .map(|n| n.get())
-        .or_else(|| peek_workers(&source))
+        .or_else(|| peek(&source).and_then(|p| p.workers))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // One worker: tokio's current-thread runtime, one event loop as an
-    // nginx worker has. It runs 4-9 % fewer instructions per request than
-    // the multi-thread scheduler with one worker, and under load cost 0.97x
-    // its CPU on respond, 0.99x on proxy and 0.77x on h2 over TLS
-    // (docs/benchmarks.md, "The worker model"). More workers: the
-    // multi-thread scheduler (one runtime per worker is not built).
-    let runtime = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()
+    let scheduler = cli
+        .scheduler
+        .or_else(|| peek(&source).and_then(|p| p.scheduler))
+        .unwrap_or_default();
+    // Per worker (the default): a current-thread runtime on this thread and
+    // one on a thread of its own for every other worker, each serving its
+    // own SO_REUSEPORT sockets, as nginx's workers do. One event loop runs
+    // 4-9 % fewer instructions per request than the multi-thread scheduler
+    // with one worker, and under load cost 0.97x its CPU on respond, 0.99x
+    // on proxy and 0.77x on h2 over TLS (docs/benchmarks.md, "The worker
+    // model").
+    let (runtime, extra) = match scheduler {
+        Scheduler::PerWorker => (
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            workers - 1,
+        ),
+        Scheduler::WorkStealing => (
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .build(),
+            0,
+        ),
     };
     let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => return runtime_failed(&error),
     };
+    let workers_beside = match Workers::start(extra) {
+        Ok(started) => started,
+        Err(error) => return runtime_failed(&error),
+    };
     #[cfg(feature = "kubernetes")]
     if let Source::Kubernetes = source {
-        return runtime.block_on(crate::kubernetes::controller::run(cli.controller.clone()));
+        return runtime.block_on(crate::kubernetes::controller::run(
+            cli.controller.clone(),
+            workers_beside,
+        ));
     }
     runtime.block_on(async {
         let config = match load(&source) {
@@ -133,8 +153,13 @@ pub fn main(cli: Cli) -> ExitCode {
                 "no --config and no scalws.yaml here: serving the embedded demo configuration"
             );
         }
-        tracing::info!(workers, version = env!("CARGO_PKG_VERSION"), "starting");
-        crate::serve::run(config, source, None).await
+        tracing::info!(
+            workers,
+            ?scheduler,
+            version = env!("CARGO_PKG_VERSION"),
+            "starting"
+        );
+        crate::serve::run(config, source, None, workers_beside).await
     })
 }
 
@@ -152,19 +177,30 @@ fn runtime_failed(error: &std::io::Error) -> ExitCode {
     ExitCode::from(EXIT_RUNTIME)
 }
 
-/// `workers` from the file, if it parses that far; the full load reports any error.
-fn peek_workers(source: &Source) -> Option<usize> {
+/// What the runtime needs before the configuration is loaded.
+struct Peek {
+    workers: Option<usize>,
+    scheduler: Option<Scheduler>,
+}
+
+/// `workers` and `scheduler` from the file, if it parses that far; the full
+/// load reports any error.
+fn peek(source: &Source) -> Option<Peek> {
     #[derive(serde::Deserialize)]
-    struct Peek {
+    struct File {
         workers: Option<usize>,
+        scheduler: Option<String>,
     }
     let text = match source {
         Source::File(path) => std::fs::read_to_string(path).ok()?,
         Source::Embedded => DEFAULT_CONFIG.to_owned(),
         Source::Kubernetes => return None,
     };
-    let peek: Peek = serde_saphyr::from_str(&text).ok()?;
-    peek.workers.filter(|w| *w > 0)
+    let file: File = serde_saphyr::from_str(&text).ok()?;
+    Some(Peek {
+        workers: file.workers.filter(|w| *w > 0),
+        scheduler: file.scheduler.as_deref().and_then(Scheduler::from_name),
+    })
 }
 
 /// Human-readable logs on stderr; `SCALWS_LOG` (or `RUST_LOG`) sets the filter, default `info`.

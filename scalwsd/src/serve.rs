@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
+use scalws_core::server::Workers;
 use scalws_core::{Running, Server, ServerStats};
 use scalws_proxy::SharedGateway;
 use scalws_proxy::metrics::Metrics;
@@ -103,6 +104,7 @@ pub(crate) async fn run(
     config: Config,
     source: Source,
     kubernetes: Option<KubernetesLink>,
+    workers: Workers,
 ) -> ExitCode {
     // First, so that a SIGHUP or SIGUSR1 sent while starting (whose default
     // action ends the process) is only queued.
@@ -113,7 +115,7 @@ pub(crate) async fn run(
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server = match Server::bind(&config.listeners, config.limits.clone()) {
+    let server = match Server::bind_with(&config.listeners, config.limits.clone(), workers) {
         Ok(server) => server,
         Err(error) => {
             eprintln!("scalwsd: {error}");
@@ -322,6 +324,9 @@ impl Reloader {
     fn warn_about_restart_only_changes(&self, next: &Config) {
         if next.workers != self.current.workers {
             tracing::warn!("workers changed: takes effect at the next restart");
+        }
+        if next.scheduler != self.current.scheduler {
+            tracing::warn!("scheduler changed: takes effect at the next restart");
         }
         if next.admin != self.current.admin {
             tracing::warn!(

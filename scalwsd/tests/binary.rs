@@ -121,23 +121,7 @@ fn serves_then_drains_and_exits_0_on_sigterm() {
     );
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "scalwsd did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(exit.code(), Some(0));
+    assert_eq!(terminate(&mut child).code(), Some(0));
     let mut logs = String::new();
     child
         .stderr
@@ -148,4 +132,104 @@ fn serves_then_drains_and_exits_0_on_sigterm() {
     assert!(logs.contains("listening"), "{logs}");
     assert!(logs.contains(&format!("127.0.0.1:{port}")), "{logs}");
     assert!(logs.contains("SIGHUP received"), "{logs}");
+}
+
+/// Sends SIGTERM and waits (up to 10 s) for the exit.
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            return exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "scalwsd did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One request on a new connection: the whole reply.
+fn get(port: u16) -> std::io::Result<String> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    Ok(reply)
+}
+
+/// The names of the process's threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn several_workers_serve_with_either_scheduler_and_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str, usize); 3] = [
+        // The default: an event loop per worker, two beside the main thread.
+        (&["--workers", "3"], "", 2),
+        (&["--workers", "3", "--scheduler", "work_stealing"], "", 0),
+        // From the file; the command line's --workers still counts.
+        (&["--workers", "3"], "scheduler: work_stealing\n", 0),
+    ];
+    for (args, extra, per_worker_threads) in cases {
+        let port = free_port();
+        let file = dir.path().join("workers.yaml");
+        std::fs::write(
+            &file,
+            format!("{extra}listeners: [{{ name: http, address: 127.0.0.1:{port} }}]\napplications:\n  - {{ name: a, domains: ['*'], routes: [{{ path: /, respond: {{ body: many }} }}] }}\n"),
+        )
+        .unwrap();
+        let mut child = Command::new(BIN)
+            .args(args)
+            .arg("--config")
+            .arg(&file)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while get(port).is_err() {
+            assert!(Instant::now() < deadline, "scalwsd did not start: {args:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Thirty connections, spread by the kernel over the workers' sockets.
+        for _ in 0..30 {
+            let reply = get(port).unwrap();
+            assert!(reply.starts_with("HTTP/1.1 200"), "{args:?}: {reply}");
+            assert!(reply.ends_with("many"), "{args:?}: {reply}");
+        }
+        let workers = thread_names(child.id())
+            .iter()
+            .filter(|name| name.starts_with("scalws-worker-"))
+            .count();
+        assert_eq!(workers, per_worker_threads, "{args:?} {extra:?}");
+
+        assert_eq!(terminate(&mut child).code(), Some(0), "{args:?}");
+        assert!(get(port).is_err(), "{args:?}: still serving");
+    }
+}
+
+#[test]
+fn an_unknown_scheduler_on_the_command_line_exits_2() {
+    let output = Command::new(BIN)
+        .args(["--scheduler", "round_robin", "--check"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("expected one of per_worker, work_stealing"),
+        "{stderr}"
+    );
 }

@@ -438,3 +438,11 @@ fn allow_dotfiles_takes_dot_names_only() {
         );
     }
 }
+
+#[test]
+fn unknown_scheduler() {
+    assert_eq!(
+        errors(&format!("{LISTENER}scheduler: stealing\n")),
+        "bad.yaml:4:12: scheduler: unknown scheduler \"stealing\"; expected one of per_worker, work_stealing"
+    );
+}

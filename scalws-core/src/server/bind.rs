@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use std::net::TcpListener;
 
 use super::listener::ListenerSpec;
 
@@ -28,15 +28,19 @@ pub(super) struct Bound {
     pub(super) socket: Socket,
 }
 
-/// The socket a listener serves on.
+/// The sockets a listener serves on. Not yet registered with a runtime:
+/// each is registered by the worker that serves it.
 pub(super) enum Socket {
-    Tcp(TcpListener),
+    /// One per worker; with more than one, all share the address with
+    /// `SO_REUSEPORT`.
+    Tcp(Vec<TcpListener>),
     #[cfg(feature = "http3")]
     Udp(std::net::UdpSocket),
 }
 
-/// Opens `spec`'s socket; an HTTP/3 listener without the `http3` feature is refused.
-pub(super) fn bind(spec: &ListenerSpec) -> Result<Bound, BindFailed> {
+/// Opens `spec`'s socket (for TCP, one per worker); an HTTP/3 listener
+/// without the `http3` feature is refused.
+pub(super) fn bind(spec: &ListenerSpec, workers: usize) -> Result<Bound, BindFailed> {
     let fail = |source| BindFailed {
         name: spec.name.clone(),
         address: spec.address,
@@ -45,10 +49,10 @@ pub(super) fn bind(spec: &ListenerSpec) -> Result<Bound, BindFailed> {
     let socket = if spec.protocol.is_udp() {
         bind_udp(spec.address).map_err(fail)?
     } else {
-        Socket::Tcp(bind_tcp(spec.address).map_err(fail)?)
+        Socket::Tcp(bind_tcp(spec.address, workers).map_err(fail)?)
     };
     let local = match &socket {
-        Socket::Tcp(tcp) => tcp.local_addr(),
+        Socket::Tcp(tcp) => tcp[0].local_addr(),
         #[cfg(feature = "http3")]
         Socket::Udp(udp) => udp.local_addr(),
     }
@@ -81,7 +85,41 @@ fn bind_udp(_address: SocketAddr) -> std::io::Result<Socket> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
-pub(super) fn bind_tcp(address: SocketAddr) -> std::io::Result<TcpListener> {
+/// `workers` sockets at `address`, sharing it with `SO_REUSEPORT` when
+/// there is more than one.
+///
+/// The first is bound without `SO_REUSEPORT` and only then given it (before
+/// `listen`, so the kernel makes it a reuse group the others join). Bound
+/// with it, a port-0 bind may be handed the port of another reuse group of
+/// the same user (one listener would take another's connections), and a
+/// second server at an address already served would share it silently;
+/// this way the first bind finds a free port, or fails with "address in
+/// use" as with one worker.
+fn bind_tcp(address: SocketAddr, workers: usize) -> std::io::Result<Vec<TcpListener>> {
+    let shared = workers > 1;
+    let first = socket(address)?;
+    first.bind(&address.into())?;
+    if shared {
+        first.set_reuse_port(true)?;
+    }
+    first.listen(1024)?;
+    let first: TcpListener = first.into();
+    let address = first.local_addr()?;
+    let mut sockets = Vec::with_capacity(workers);
+    sockets.push(first);
+    for _ in 1..workers {
+        let other = socket(address)?;
+        other.set_reuse_port(true)?;
+        other.bind(&address.into())?;
+        other.listen(1024)?;
+        sockets.push(other.into());
+    }
+    Ok(sockets)
+}
+
+/// A TCP socket for `address`: `SO_REUSEADDR`, IPv6 only for an IPv6
+/// address, non-blocking; not yet bound.
+fn socket(address: SocketAddr) -> std::io::Result<socket2::Socket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),
         socket2::Type::STREAM,
@@ -92,7 +130,5 @@ pub(super) fn bind_tcp(address: SocketAddr) -> std::io::Result<TcpListener> {
         socket.set_only_v6(true)?;
     }
     socket.set_nonblocking(true)?;
-    socket.bind(&address.into())?;
-    socket.listen(1024)?;
-    TcpListener::from_std(socket.into())
+    Ok(socket)
 }

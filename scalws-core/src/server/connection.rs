@@ -38,7 +38,10 @@ use crate::{Body, ConnInfo, Scheme};
 pub(super) struct Acceptor<S> {
     /// Name, protocol and limits: swapped when a reload changes them.
     pub(super) state: Arc<ArcSwap<ListenerState>>,
-    pub(super) socket: TcpListener,
+    /// Registered with the runtime of the worker that runs the loop.
+    pub(super) socket: std::net::TcpListener,
+    /// Whether other workers accept on the same address (`SO_REUSEPORT`).
+    pub(super) shared: bool,
     pub(super) local: std::net::SocketAddr,
     /// The listener's count of open connections.
     pub(super) open: Arc<AtomicUsize>,
@@ -83,12 +86,28 @@ where
     B::Error: Into<BoxError>,
 {
     let mut current = Current::new(acceptor.state.load_full());
-    loop {
-        // Past max_connections we stop calling accept(): new clients wait in the backlog.
-        let Ok(permit) = current.state.permits.clone().acquire_owned().await else {
+    let socket = match TcpListener::from_std(acceptor.socket) {
+        Ok(socket) => socket,
+        Err(error) => {
+            tracing::error!(listener = %current.state.name, %error, "cannot serve the listener's socket");
             return;
+        }
+    };
+    loop {
+        // Past max_connections we stop calling accept(): new clients wait in
+        // the backlog. With a socket per worker a loop waiting for a permit
+        // would hold one its socket may never use, so each worker accepts
+        // first and then waits: at most one connection per worker is
+        // accepted beyond the limit, and it is served when a permit frees.
+        let permit = if acceptor.shared {
+            None
+        } else {
+            let Ok(permit) = current.state.permits.clone().acquire_owned().await else {
+                return;
+            };
+            Some(permit)
         };
-        let (stream, peer) = match acceptor.socket.accept().await {
+        let (stream, peer) = match socket.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -101,6 +120,13 @@ where
         if !Arc::ptr_eq(&latest, &current.state) {
             current = Current::new(latest);
         }
+        let permit = match permit {
+            Some(permit) => permit,
+            None => match current.state.permits.clone().acquire_owned().await {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
         let _ = stream.set_nodelay(true);
         // The header clock starts now: a TLS handshake counts against it too.
         let activity = Arc::new(Activity::new());

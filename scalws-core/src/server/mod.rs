@@ -10,7 +10,7 @@
 //! The files, each depending only on those listed before it: `limits`
 //! (what the server enforces), `listener` (a listener's specification,
 //! the state its accept loop reads, connection permits, the phase),
-//! `bind` (opening sockets), `stats`, then what serves a connection
+//! `workers` (extra event loops), `bind` (opening sockets), `stats`, then what serves a connection
 //! (`activity`, `io`, `bodiless`, `edge`, `tunnel`, `connection`, `h3`),
 //! and `running` (the served listeners, reconfiguration, drain). This file
 //! holds only [`Server`], which binds and then starts a [`Running`].
@@ -29,6 +29,7 @@ mod running;
 mod stats;
 mod tunnel;
 mod websocket;
+mod workers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -45,6 +46,7 @@ pub use running::Running;
 pub use stats::{ListenerStats, ServerStats};
 pub(crate) use tunnel::TunnelHost;
 pub use tunnel::{ClientUpgrade, spawn_tunnel};
+pub use workers::Workers;
 
 use crate::Body;
 use crate::error::BoxError;
@@ -54,6 +56,7 @@ use bind::Bound;
 pub struct Server {
     listeners: Vec<Bound>,
     limits: Limits,
+    workers: Workers,
 }
 
 impl std::fmt::Debug for Server {
@@ -66,10 +69,31 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Binds every listener (TCP, `SO_REUSEADDR`, backlog 1024). Must run inside a tokio runtime.
+    /// Binds every listener (TCP, `SO_REUSEADDR`, backlog 1024), to be
+    /// served on the caller's runtime.
     pub fn bind(listeners: &[ListenerSpec], limits: Limits) -> Result<Self, BindFailed> {
-        let listeners = listeners.iter().map(bind::bind).collect::<Result<_, _>>()?;
-        Ok(Self { listeners, limits })
+        Self::bind_with(listeners, limits, Workers::none())
+    }
+
+    /// Binds every listener to be served by `workers` as well as by the
+    /// caller's runtime: each TCP listener gets one socket per worker, all
+    /// with `SO_REUSEPORT` (see [`Workers`]). The server owns the workers
+    /// from here on and stops them when it is dropped or shut down.
+    pub fn bind_with(
+        listeners: &[ListenerSpec],
+        limits: Limits,
+        workers: Workers,
+    ) -> Result<Self, BindFailed> {
+        let count = workers.count();
+        let listeners = listeners
+            .iter()
+            .map(|spec| bind::bind(spec, count))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            listeners,
+            limits,
+            workers,
+        })
     }
 
     /// The address each listener is bound to (useful with port 0).
@@ -106,7 +130,7 @@ impl Server {
         B::Error: Into<BoxError>,
     {
         let h3_ports = bind::h3_ports(self.listeners.iter().map(|b| (&b.spec, b.local)));
-        let mut running = Running::new(service, self.limits);
+        let mut running = Running::new(service, self.limits, self.workers);
         for bound in self.listeners {
             running.launch(bound, &h3_ports);
         }

@@ -27,6 +27,7 @@ use super::limits::Limits;
 use super::listener::ListenerProtocol;
 use super::listener::{ListenerSpec, ListenerState, Phase};
 use super::stats::ServerStats;
+use super::workers::Workers;
 use crate::Body;
 use crate::error::BoxError;
 
@@ -36,7 +37,8 @@ struct Slot {
     local: SocketAddr,
     state: Arc<ArcSwap<ListenerState>>,
     open: Arc<AtomicUsize>,
-    accept: JoinHandle<()>,
+    /// The accept loops, one per socket (per worker, for TCP).
+    accept: Vec<JoinHandle<()>>,
     /// What this listener's connections watch: it drains on its own when a
     /// reconfiguration removes it, and with the others on shutdown.
     phase: watch::Sender<Phase>,
@@ -58,6 +60,8 @@ pub struct Running<S> {
     limits: Arc<Limits>,
     slots: Vec<Slot>,
     stats: ServerStats,
+    /// Dropped last: the extra event loops stop when the server is gone.
+    workers: Workers,
 }
 
 impl<S> Running<S> {
@@ -122,7 +126,7 @@ where
         let mut fresh = Vec::new();
         for spec in listeners {
             if kept(spec).is_none() {
-                fresh.push(bind(spec)?);
+                fresh.push(bind(spec, self.workers.count())?);
             }
         }
         let limits_changed = *self.limits != limits;
@@ -165,7 +169,7 @@ where
         let mut removed = Vec::with_capacity(slots.len());
         for gone in slots {
             tracing::info!(listener = %gone.spec.name, address = %gone.local, "listener removed: draining its connections");
-            gone.accept.abort();
+            gone.accept.iter().for_each(JoinHandle::abort);
             removed.push(gone);
         }
         self.slots = next;
@@ -173,9 +177,11 @@ where
         let drain_timeout = self.limits.drain_timeout;
         self.retired.retain(|phase| phase.receiver_count() > 0);
         for gone in removed {
-            // Once its accept loop has ended, the listening socket is closed:
-            // when this returns, the address refuses connections.
-            let _ = gone.accept.await;
+            // Once its accept loops have ended, the listening sockets are
+            // closed: when this returns, the address refuses connections.
+            for accept in gone.accept {
+                let _ = accept.await;
+            }
             // Its connections finish what is in flight and close (GOAWAY, idle
             // keep-alives closed), as on shutdown, within drain_timeout.
             let phase = Arc::new(gone.phase);
@@ -202,7 +208,7 @@ where
         // Stop accepting: dropping the listeners refuses new connections.
         let slots: Vec<Slot> = self.slots.drain(..).collect();
         for slot in &slots {
-            slot.accept.abort();
+            slot.accept.iter().for_each(JoinHandle::abort);
         }
         for slot in &slots {
             let _ = slot.phase.send(Phase::Draining);
@@ -239,8 +245,9 @@ where
 
     /// A running server with no listeners yet: [`Server::start`](super::Server::start)
     /// launches its bound ones.
-    pub(super) fn new(service: S, limits: Limits) -> Self {
+    pub(super) fn new(service: S, limits: Limits, workers: Workers) -> Self {
         Self {
+            workers,
             service,
             retired: Vec::new(),
             connections: TaskTracker::new(),
@@ -304,17 +311,31 @@ where
         let open = Arc::new(AtomicUsize::new(0));
         let (phase, watching) = watch::channel(Phase::Serving);
         let accept = match bound.socket {
-            Socket::Tcp(socket) => tokio::spawn(connection::accept_loop(connection::Acceptor {
-                state: state.clone(),
-                socket,
-                local: bound.local,
-                open: open.clone(),
-                service: self.service.clone(),
-                phase: watching.clone(),
-                connections: self.connections.clone(),
-            })),
+            Socket::Tcp(sockets) => {
+                let shared = sockets.len() > 1;
+                sockets
+                    .into_iter()
+                    .enumerate()
+                    .map(|(worker, socket)| {
+                        let accept = connection::accept_loop(connection::Acceptor {
+                            state: state.clone(),
+                            socket,
+                            shared,
+                            local: bound.local,
+                            open: open.clone(),
+                            service: self.service.clone(),
+                            phase: watching.clone(),
+                            connections: self.connections.clone(),
+                        });
+                        match self.workers.handle(worker) {
+                            Some(handle) => handle.spawn(accept),
+                            None => tokio::spawn(accept),
+                        }
+                    })
+                    .collect()
+            }
             #[cfg(feature = "http3")]
-            Socket::Udp(socket) => tokio::spawn(h3::accept_loop(h3::Acceptor {
+            Socket::Udp(socket) => vec![tokio::spawn(h3::accept_loop(h3::Acceptor {
                 state: state.clone(),
                 socket,
                 local: bound.local,
@@ -322,7 +343,7 @@ where
                 service: self.service.clone(),
                 phase: watching.clone(),
                 connections: self.connections.clone(),
-            })),
+            }))],
         };
         Slot {
             spec: bound.spec,

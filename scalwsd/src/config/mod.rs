@@ -27,11 +27,40 @@ pub use units::{parse_duration, parse_size};
 /// The embedded demo served when no file is given and `scalws.yaml` is absent.
 pub const DEFAULT_CONFIG: &str = include_str!("default.yaml");
 
+/// How more than one worker shares the work (`scheduler`, `--scheduler`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheduler {
+    /// One current-thread event loop per worker, each with its own
+    /// `SO_REUSEPORT` sockets: a connection stays on the worker that
+    /// accepted it (nginx's and Envoy's model).
+    #[default]
+    PerWorker,
+    /// tokio's multi-thread scheduler with `workers` threads: any thread
+    /// runs any connection's next step, and idle threads steal work.
+    WorkStealing,
+}
+
+impl Scheduler {
+    /// The names the file and the command line take.
+    pub const NAMES: [&str; 2] = ["per_worker", "work_stealing"];
+
+    /// The scheduler named `name`, as the file spells it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "per_worker" => Some(Self::PerWorker),
+            "work_stealing" => Some(Self::WorkStealing),
+            _ => None,
+        }
+    }
+}
+
 /// A checked configuration, ready to serve.
 #[derive(Debug)]
 pub struct Config {
     /// `workers`, if the file sets it.
     pub workers: Option<usize>,
+    /// `scheduler`, if the file sets it.
+    pub scheduler: Option<Scheduler>,
     /// The connection and request limits.
     pub limits: Limits,
     /// The listeners to bind, in file order.

@@ -14,6 +14,7 @@ use super::units::{DurationValue, SizeValue};
 #[serde(deny_unknown_fields)]
 pub(super) struct File {
     pub(super) workers: Option<Spanned<usize>>,
+    pub(super) scheduler: Option<Spanned<String>>,
     pub(super) admin: Option<Spanned<String>>,
     pub(super) access_log: Option<Spanned<String>>,
     #[serde(default)]

@@ -27,7 +27,7 @@ use serde_saphyr::{Location, Spanned};
 use super::error::{ConfigErrors, Errors, did_you_mean};
 use super::units::DurationValue;
 use super::upstreams::Upstreams;
-use super::{AccessLogTarget, Carried, Config, Inputs};
+use super::{AccessLogTarget, Carried, Config, Inputs, Scheduler};
 #[cfg(feature = "cache")]
 use crate::config::schema::CacheFile;
 use crate::config::schema::{
@@ -79,6 +79,21 @@ pub(crate) fn compile(
         } else {
             Some(w.value)
         }
+    });
+    let scheduler = file.scheduler.as_ref().and_then(|s| {
+        let scheduler = Scheduler::from_name(&s.value);
+        if scheduler.is_none() {
+            compiler.errors.at(
+                &s.referenced,
+                "scheduler",
+                format!(
+                    "unknown scheduler \"{}\"; expected one of {}",
+                    s.value,
+                    Scheduler::NAMES.join(", ")
+                ),
+            );
+        }
+        scheduler
     });
     let admin = file.admin.as_ref().and_then(|admin| {
         admin
@@ -179,6 +194,7 @@ pub(crate) fn compile(
     };
     errors.into_result(Config {
         workers,
+        scheduler,
         limits,
         listeners,
         gateway,

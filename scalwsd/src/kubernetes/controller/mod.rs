@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use scalws_core::server::Workers;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -59,7 +61,7 @@ async fn client() -> Result<kube::Client, kube::Error> {
 
 /// Runs the controller until SIGTERM or SIGINT (inside the runtime `scalwsd`
 /// starts); returns the exit status.
-pub async fn run(args: ControllerArgs) -> ExitCode {
+pub async fn run(args: ControllerArgs, workers: Workers) -> ExitCode {
     let client = match client().await {
         Ok(client) => client,
         Err(error) => {
@@ -157,6 +159,7 @@ pub async fn run(args: ControllerArgs) -> ExitCode {
         config,
         Source::Kubernetes,
         Some(KubernetesLink { updates: rx, state }),
+        workers,
     )
     .await
 }
