@@ -85,3 +85,29 @@ fn error_text() {
     assert_eq!(BadPath::EscapesRoot.to_string(), "path escapes the root");
     assert_eq!(BadPath::Invalid.to_string(), "invalid path");
 }
+
+/// Every string of `alphabet` up to `max` bytes.
+fn strings(alphabet: &[u8], max: usize) -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..max {
+        last = last
+            .iter()
+            .flat_map(|s| {
+                alphabet
+                    .iter()
+                    .map(move |&b| format!("{s}{}", char::from(b)))
+            })
+            .collect();
+        all.extend(last.iter().cloned());
+    }
+    all
+}
+
+#[test]
+fn the_byte_scan_finds_exactly_the_dot_segments_split_finds() {
+    for path in strings(b"/.a", 7) {
+        let split = path.split('/').any(|s| s == "." || s == "..");
+        assert_eq!(has_dot_segment(&path), split, "{path:?}");
+    }
+}
