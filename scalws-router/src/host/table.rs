@@ -4,6 +4,11 @@ use std::collections::HashMap;
 
 use super::HostPattern;
 
+/// The maps a request is looked up in: foldhash, seeded per process, costs
+/// a fraction of std's SipHash for a short key. The keys are the
+/// configuration's; a request only looks one up, so it cannot grow a chain.
+type Lookup<T> = HashMap<Box<str>, T, foldhash::fast::RandomState>;
+
 /// Collects `(pattern, application)` pairs and refuses a domain claimed twice.
 #[derive(Debug)]
 pub struct HostTableBuilder<T> {
@@ -62,9 +67,9 @@ impl std::fmt::Display for HostEntry {
 /// first), then the `*` catch-all.
 #[derive(Debug)]
 pub struct HostTable<T> {
-    exact: HashMap<Box<str>, T>,
-    one_label: HashMap<Box<str>, T>,
-    any_labels: HashMap<Box<str>, T>,
+    exact: Lookup<T>,
+    one_label: Lookup<T>,
+    any_labels: Lookup<T>,
     catch_all: Option<T>,
 }
 
@@ -122,7 +127,7 @@ impl<T> HostTableBuilder<T> {
 
     /// The immutable table.
     pub fn build(self) -> HostTable<T> {
-        fn values<T>(map: HashMap<Box<str>, Claim<T>>) -> HashMap<Box<str>, T> {
+        fn values<T>(map: HashMap<Box<str>, Claim<T>>) -> Lookup<T> {
             map.into_iter().map(|(k, c)| (k, c.value)).collect()
         }
         HostTable {

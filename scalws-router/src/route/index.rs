@@ -10,7 +10,9 @@
 //! that first segment. Patterns with a parameter in their first segment are
 //! candidates for every path.
 
-use std::collections::HashMap;
+/// foldhash, seeded per process: a fraction of SipHash's cost for a short
+/// key, and the keys are the configuration's (a request only looks one up).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use super::matcher::{PathMatcher, Route};
 
@@ -39,10 +41,10 @@ impl CandidateIndex {
             return None;
         }
         let mut index = Self {
-            exact: HashMap::new(),
-            prefix: HashMap::new(),
+            exact: HashMap::default(),
+            prefix: HashMap::default(),
             longest_prefix: 0,
-            by_first_segment: HashMap::new(),
+            by_first_segment: HashMap::default(),
             anywhere: Vec::new(),
         };
         for (i, route) in routes.iter().enumerate() {
