@@ -16,7 +16,7 @@ const CAPACITY: u64 = 64 * 1024 * 1024;
 /// An entry is served without looking at the disk for this long after its last check.
 const TRUST_FOR_MS: u64 = 1000;
 /// What an entry costs beyond its bytes (key, headers, bookkeeping), roughly.
-const ENTRY_OVERHEAD: u32 = 512;
+const ENTRY_OVERHEAD: u32 = 1024;
 
 /// A small file's bytes and headers.
 #[derive(Debug)]

@@ -3,9 +3,7 @@
 use std::io::{Seek, SeekFrom};
 
 use bytes::Bytes;
-use http::header::{
-    ACCEPT_RANGES, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED, RANGE,
-};
+use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, RANGE};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use scalws_core::Body;
 use scalws_core::error::error_response;
@@ -34,7 +32,7 @@ pub(super) fn file(
     if conditional::not_modified(request, file) {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
-        representation_headers(response.headers_mut(), file);
+        file.representation_headers(response.headers_mut());
         return response;
     }
     let range = if request.contains_key(RANGE) && conditional::range_allowed(request, file) {
@@ -53,9 +51,7 @@ pub(super) fn file(
                 }
             };
             let mut response = Response::new(body);
-            let headers = response.headers_mut();
-            representation_headers(headers, file);
-            headers.insert(CONTENT_LENGTH, file.content_length.clone());
+            *response.headers_mut() = file.whole.clone();
             response
         }
         ByteRange::Part { start, end } => partial(head, file, content, start, end),
@@ -84,7 +80,7 @@ fn partial(
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::PARTIAL_CONTENT;
     let headers = response.headers_mut();
-    representation_headers(headers, file);
+    file.representation_headers(headers);
     headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     if let Ok(value) = HeaderValue::try_from(format!("bytes {start}-{end}/{}", file.len)) {
         headers.insert(CONTENT_RANGE, value);
@@ -100,15 +96,6 @@ fn unsatisfiable(len: u64) -> Response<Body> {
         response.headers_mut().insert(CONTENT_RANGE, value);
     }
     response
-}
-
-fn representation_headers(headers: &mut HeaderMap, file: &Representation) {
-    headers.insert(CONTENT_TYPE, file.content_type.clone());
-    headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    headers.insert(ETAG, file.etag.clone());
-    if let Some(last_modified) = &file.last_modified {
-        headers.insert(LAST_MODIFIED, last_modified.clone());
-    }
 }
 
 impl Content {
