@@ -35,7 +35,7 @@ pub(super) enum Loaded {
     /// A small file, read whole, to cache.
     Small(Arc<CachedFile>),
     /// A larger file, opened, to stream.
-    Large(Representation, File),
+    Large(Box<Representation>, File),
     /// A directory listing, as HTML.
     Listing(Bytes),
 }
@@ -99,7 +99,7 @@ pub(super) fn load(
             let mtime = metadata.modified().map_err(|e| io_status(&e))?;
             if metadata.len() > MAX_CACHED_FILE {
                 let representation = Representation::new(&name, metadata.len(), mtime);
-                return Ok(Loaded::Large(representation, file));
+                return Ok(Loaded::Large(Box::new(representation), file));
             }
             let mut bytes = Vec::with_capacity(metadata.len().try_into().unwrap_or(0));
             (&mut file)
