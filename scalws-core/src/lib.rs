@@ -43,6 +43,11 @@
 //! running.shutdown().await;
 //! # Ok(()) }
 //! ```
+//!
+//! To serve on several cores, bind with [`Workers`]:
+//! `Server::bind_with(&listeners, limits, Workers::start(n - 1)?)` from a
+//! current-thread runtime adds `n - 1` event loops, each accepting on its own
+//! `SO_REUSEPORT` socket of every TCP listener.
 #![forbid(unsafe_code)]
 
 mod body;
@@ -59,5 +64,5 @@ pub use error::BoxError;
 pub use limit::{RequestLimits, RequestLimitsLayer};
 pub use server::{
     BindFailed, ClientUpgrade, Limits, ListenerProtocol, ListenerSpec, ListenerStats, Running,
-    Server, ServerStats, spawn_tunnel,
+    Server, ServerStats, Workers, spawn_tunnel,
 };

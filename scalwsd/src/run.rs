@@ -97,14 +97,15 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         });
     }
+    let peeked = peek(&source);
     let workers = cli
         .workers
         .map(|n| n.get())
-        .or_else(|| peek(&source).and_then(|p| p.workers))
+        .or_else(|| peeked.as_ref().and_then(|p| p.workers))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let scheduler = cli
         .scheduler
-        .or_else(|| peek(&source).and_then(|p| p.scheduler))
+        .or_else(|| peeked.as_ref().and_then(|p| p.scheduler))
         .unwrap_or_default();
     // Per worker (the default): a current-thread runtime on this thread and
     // one on a thread of its own for every other worker, each serving its
