@@ -299,12 +299,9 @@ where
                 tracing::trace!(rem = self.buf.remaining(), "encoded window_update");
             }
 
-            Frame::Priority(_) => {
-                /*
+            Frame::Priority(v) => {
                 v.encode(self.buf.get_mut());
-                tracing::trace!("encoded priority; rem={:?}", self.buf.remaining());
-                */
-                unimplemented!();
+                tracing::trace!(rem = self.buf.remaining(), "encoded priority");
             }
             Frame::Reset(v) => {
                 v.encode(self.buf.get_mut());

@@ -1,5 +1,7 @@
 use crate::frame::*;
 
+use bytes::BufMut;
+
 #[derive(Debug, Eq, PartialEq)]
 pub struct Priority {
     stream_id: StreamId,
@@ -32,6 +34,17 @@ impl Priority {
             stream_id: head.stream_id(),
             dependency,
         })
+    }
+
+    /// The frame as `load` reads it: a 9-byte head, then the exclusive bit
+    /// and 31-bit dependency, then the weight (patched: h2 had no encoder).
+    pub fn encode<B: BufMut>(&self, dst: &mut B) {
+        let head = Head::new(Kind::Priority, 0, self.stream_id);
+        head.encode(5, dst);
+        let id = u32::from(self.dependency.dependency_id);
+        let exclusive = if self.dependency.is_exclusive { 1 << 31 } else { 0 };
+        dst.put_u32(id | exclusive);
+        dst.put_u8(self.dependency.weight);
     }
 }
 
