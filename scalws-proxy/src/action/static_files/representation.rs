@@ -13,7 +13,6 @@ pub(super) struct Representation {
     pub(super) mtime: SystemTime,
     /// `mtime` in whole seconds since the epoch, the precision of HTTP dates.
     pub(super) mtime_secs: u64,
-    pub(super) content_length: HeaderValue,
     pub(super) content_type: HeaderValue,
     /// Strong: `"<mtime secs hex>-<mtime nanos hex>-<len hex>"`.
     pub(super) etag: HeaderValue,
@@ -35,7 +34,6 @@ impl Representation {
             len,
             mtime,
             mtime_secs: secs,
-            content_length: HeaderValue::from(len),
             content_type: content_type(name),
             etag,
             last_modified,
@@ -43,7 +41,7 @@ impl Representation {
         };
         let mut whole = HeaderMap::with_capacity(5);
         file.representation_headers(&mut whole);
-        whole.insert(CONTENT_LENGTH, file.content_length.clone());
+        whole.insert(CONTENT_LENGTH, HeaderValue::from(len));
         file.whole = whole;
         file
     }
@@ -108,7 +106,7 @@ mod tests {
         let mtime = UNIX_EPOCH + Duration::new(0x6000_0000, 0x1f);
         let r = Representation::new(Path::new("a.txt"), 0x2a, mtime);
         assert_eq!(r.etag, "\"60000000-1f-2a\"");
-        assert_eq!(r.content_length, "42");
+        assert_eq!(r.whole[http::header::CONTENT_LENGTH], "42");
         assert_eq!(r.mtime_secs, 0x6000_0000);
         assert_eq!(
             r.last_modified.as_ref().and_then(|v| v.to_str().ok()),
