@@ -27,7 +27,8 @@ impl Drop for Held {
     }
 }
 
-/// Answers by path: `/echo-body` reads the body, `/echo-header` answers the
+/// Answers by path: `/echo-body` reads the body, `/trailers` ends with a
+/// trailer field, `/echo-header` answers the
 /// value of `x-echo`, `/panic` panics, `/slow` sleeps, `/hold` waits 30 s
 /// (counting itself in `HELD_AND_DROPPED` if dropped before),
 /// anything else names the listener and scheme from `ConnInfo`.
@@ -49,6 +50,20 @@ async fn app(request: Request<Body>) -> Result<Response<Body>, Infallible> {
             Ok(Response::new(Body::full(Bytes::from(
                 value.map_or_else(Vec::new, |v| v.as_bytes().to_vec()),
             ))))
+        }
+        "/trailers" => {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("x-checksum", http::HeaderValue::from_static("42"));
+            let frames = futures_util::stream::iter([
+                Ok::<_, Infallible>(http_body::Frame::data(Bytes::from_static(b"body"))),
+                Ok(http_body::Frame::trailers(trailers)),
+            ]);
+            let mut response = Response::new(Body::new(http_body_util::StreamBody::new(frames)));
+            // hyper sends only the trailer fields the response declares.
+            response
+                .headers_mut()
+                .insert("trailer", http::HeaderValue::from_static("x-checksum"));
+            Ok(response)
         }
         "/echo-body" => match request.into_body().collect().await {
             Ok(body) => Ok(Response::new(Body::full(body.to_bytes()))),
@@ -100,6 +115,39 @@ async fn http1_and_h2c_answer_with_conn_info() {
     assert_eq!(h1.text(), "edge http HTTP/1.1");
     let h2 = TestClient::new(Proto::H2c).get(server.addr, "x", "/").await;
     assert_eq!(h2.text(), "edge http HTTP/2.0");
+}
+
+/// RFC 9110 6.5.1 and 10.1.4: trailer fields go to an HTTP/1.1 client only
+/// when its `TE` lists `trailers`, on any of its `TE` lines, in any case.
+/// (hyper reads the request's `TE` as it parses the head: a patch.)
+#[tokio::test]
+async fn response_trailers_go_only_to_a_client_that_accepts_them() {
+    let server = start(Limits::default());
+    let ask = |te_lines: &str| {
+        format!("GET /trailers HTTP/1.1\r\nHost: x\r\n{te_lines}Connection: close\r\n\r\n")
+    };
+    for te_lines in [
+        "TE: trailers\r\n",
+        "TE: gzip, Trailers\r\n",
+        "TE: gzip\r\nTE: deflate, trailers\r\n",
+        "TE: trailers\r\nTE: gzip\r\n",
+    ] {
+        let head = ask(te_lines);
+        let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.contains("\r\n4\r\nbody\r\n"), "{te_lines}: {reply}");
+        assert!(
+            reply.ends_with("\r\n0\r\nx-checksum: 42\r\n\r\n"),
+            "{te_lines}: {reply}"
+        );
+    }
+    for te_lines in ["", "TE: gzip\r\n", "TE: trailersx\r\n"] {
+        let head = ask(te_lines);
+        let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.contains("body"), "{te_lines}: {reply}");
+        assert!(!reply.contains("x-checksum: 42"), "{te_lines}: {reply}");
+    }
 }
 
 #[tokio::test]

@@ -42,13 +42,25 @@ fn connection_has(value: &HeaderValue, needle: &str) -> bool {
     false
 }
 
-#[cfg(feature = "http1")]
+// Kept for its tests, which cover `header_value_list_has` (ScalWS patch:
+// the server's parse uses `te_line_has_trailers`).
+#[cfg(all(test, feature = "http1"))]
 pub(super) fn te_is_trailers(headers: &http::HeaderMap) -> bool {
     header_value_list_has(headers.get_all(http::header::TE).into_iter(), "trailers")
 }
 
+/// One `TE` line lists `trailers` (a ScalWS patch: the server's parse checks
+/// each `TE` line as it passes, instead of a `te_is_trailers` lookup after).
+#[cfg(all(feature = "http1", feature = "server"))]
+pub(super) fn te_line_has_trailers(value: &HeaderValue) -> bool {
+    header_value_list_has(std::iter::once(value), "trailers")
+}
+
 #[cfg(feature = "http1")]
-fn header_value_list_has(values: http::header::ValueIter<'_, HeaderValue>, needle: &str) -> bool {
+fn header_value_list_has<'a>(
+    values: impl IntoIterator<Item = &'a HeaderValue>,
+    needle: &str,
+) -> bool {
     for value in values {
         if let Ok(line) = value.to_str() {
             for token in line.split(',') {

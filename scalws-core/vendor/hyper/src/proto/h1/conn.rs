@@ -331,7 +331,7 @@ where
             ));
         }
 
-        self.state.allow_trailer_fields = headers::te_is_trailers(&msg.head.headers);
+        self.state.allow_trailer_fields = msg.te_trailers;
 
         Poll::Ready(Some(Ok((msg.head, msg.decode, wants))))
     }

@@ -66,6 +66,8 @@ pub(crate) struct ParsedMessage<T> {
     expect_continue: bool,
     keep_alive: bool,
     wants_upgrade: bool,
+    /// A request's `TE` lists `trailers` (always `false` for a response).
+    te_trailers: bool,
 }
 
 pub(crate) struct ParseContext<'ctx> {

@@ -160,23 +160,17 @@ impl Http1Transaction for Server {
         // values into it. By not zeroing out the stack memory, this saves
         // a good ~5% on pipeline benchmarks.
         let mut headers_indices: SmallVec<[MaybeUninit<HeaderIndices>; DEFAULT_MAX_HEADERS]> =
-            match ctx.h1_max_headers {
-                Some(cap) => smallvec![MaybeUninit::uninit(); cap],
-                None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-            };
+            header_room(ctx.h1_max_headers);
         {
             let mut headers: SmallVec<[MaybeUninit<httparse::Header<'_>>; DEFAULT_MAX_HEADERS]> =
-                match ctx.h1_max_headers {
-                    Some(cap) => smallvec![MaybeUninit::uninit(); cap],
-                    None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-                };
+                header_room(ctx.h1_max_headers);
             trace!(bytes = buf.len(), "Request.parse");
             let mut req = httparse::Request::new(&mut []);
             let bytes = buf.as_ref();
             match ctx.h1_parser_config.parse_request_with_uninit_headers(
                 &mut req,
                 bytes,
-                &mut headers,
+                &mut headers[..ctx.h1_max_headers.unwrap_or(DEFAULT_MAX_HEADERS)],
             ) {
                 Ok(httparse::Status::Complete(parsed_len)) => {
                     trace!("Request.parse Complete({})", parsed_len);
@@ -262,6 +256,7 @@ impl Http1Transaction for Server {
 
         let mut headers = ctx.cached_headers.take().unwrap_or_default();
         let mut saw_connection_close = false;
+        let mut te_trailers = false;
 
         headers.reserve(headers_len);
 
@@ -335,6 +330,9 @@ impl Http1Transaction for Server {
                     // Upgrades are only allowed with HTTP/1.1
                     wants_upgrade = is_http_11;
                 }
+                header::TE => {
+                    te_trailers = te_trailers || headers::te_line_has_trailers(&value);
+                }
 
                 _ => (),
             }
@@ -384,6 +382,7 @@ impl Http1Transaction for Server {
             expect_continue,
             keep_alive,
             wants_upgrade,
+            te_trailers,
         }))
     }
 
@@ -1040,24 +1039,18 @@ impl Http1Transaction for Client {
         // Loop to skip information status code headers (100 Continue, etc).
         loop {
             let mut headers_indices: SmallVec<[MaybeUninit<HeaderIndices>; DEFAULT_MAX_HEADERS]> =
-                match ctx.h1_max_headers {
-                    Some(cap) => smallvec![MaybeUninit::uninit(); cap],
-                    None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-                };
+                header_room(ctx.h1_max_headers);
             let (len, status, reason, version, headers_len) = {
                 let mut headers: SmallVec<
                     [MaybeUninit<httparse::Header<'_>>; DEFAULT_MAX_HEADERS],
-                > = match ctx.h1_max_headers {
-                    Some(cap) => smallvec![MaybeUninit::uninit(); cap],
-                    None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-                };
+                > = header_room(ctx.h1_max_headers);
                 trace!(bytes = buf.len(), "Response.parse");
                 let mut res = httparse::Response::new(&mut []);
                 let bytes = buf.as_ref();
                 match ctx.h1_parser_config.parse_response_with_uninit_headers(
                     &mut res,
                     bytes,
-                    &mut headers,
+                    &mut headers[..ctx.h1_max_headers.unwrap_or(DEFAULT_MAX_HEADERS)],
                 ) {
                     Ok(httparse::Status::Complete(len)) => {
                         trace!("Response.parse Complete({})", len);
@@ -1195,6 +1188,7 @@ impl Http1Transaction for Client {
                     // again, as it is definitely upgrading.
                     keep_alive: keep_alive && !is_upgrade,
                     wants_upgrade: is_upgrade,
+                    te_trailers: false,
                 }));
             }
 
@@ -1567,6 +1561,19 @@ fn set_content_length(headers: &mut HeaderMap, len: u64) -> Encoder {
     } else {
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
         Encoder::length(len)
+    }
+}
+
+/// Uninitialised room for the headers of one parse (a ScalWS patch): a cap
+/// within the inline size takes the inline array as it is, and the parse is
+/// given its first `cap` slots. `smallvec![MaybeUninit::uninit(); cap]`
+/// wrote `cap` values one by one and then moved the 3 KiB array, twice per
+/// parse, whenever `max_headers` was set at all.
+#[inline(always)]
+fn header_room<T: Copy>(cap: Option<usize>) -> SmallVec<[MaybeUninit<T>; DEFAULT_MAX_HEADERS]> {
+    match cap {
+        Some(cap) if cap > DEFAULT_MAX_HEADERS => smallvec![MaybeUninit::uninit(); cap],
+        _ => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
     }
 }
 
