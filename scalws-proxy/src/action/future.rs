@@ -62,6 +62,21 @@ impl ActionFuture {
         }
     }
 
+    /// A future that runs the future `make` returns, built in its box:
+    /// `make` is called with the box already allocated, so a large future
+    /// (the proxy's is 4 KiB) is not built on the stack and then copied in.
+    #[inline(always)]
+    pub(crate) fn boxed_in_place<F>(make: impl FnOnce() -> F) -> Self
+    where
+        F: Future<Output = Response<Body>> + Send + 'static,
+    {
+        let future = Box::write(Box::<F>::new_uninit(), make());
+        Self {
+            kind: FutureKind::Boxed(Box::into_pin(future)),
+            measure: None,
+        }
+    }
+
     /// Calls `service` (readiness awaited, as `oneshot` does) and boxes its
     /// future: how a stage calls a service of another type.
     pub(crate) fn oneshot<S>(service: S, request: http::Request<Body>) -> Self

@@ -22,6 +22,7 @@
 mod headers;
 mod websocket;
 
+use std::future::Future;
 use std::task::{Context, Poll};
 
 use http::request::Parts;
@@ -76,8 +77,7 @@ impl Service<Request<Body>> for Forward {
     }
 
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
-        let forward = self.clone();
-        ActionFuture::boxed(async move { forward.forward(request).await })
+        ActionFuture::boxed_in_place(|| self.clone().owned(request))
     }
 }
 
@@ -208,7 +208,7 @@ impl Proxy {
             return ActionFuture::oneshot(cached.clone(), request);
         }
         let forward = self.forward.clone();
-        ActionFuture::boxed(async move { forward.forward(request).await })
+        ActionFuture::boxed_in_place(|| forward.owned(request))
     }
 }
 
@@ -216,6 +216,18 @@ impl Forward {
     /// Forwards one request (the steps in the module docs).
     async fn forward(&self, request: Request<Body>) -> Response<Body> {
         forward(&self.pool, self.upstream.as_ref(), request).await
+    }
+
+    /// [`Forward::forward`] as a future that owns its `Forward`. Not
+    /// inlined: its 4 KiB state is then written through the pointer its
+    /// caller passes, which `ActionFuture::boxed_in_place` makes the box.
+    #[inline(never)]
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "spelled out so that `inline(never)` is plainly on the constructor, whose 4 KiB result goes into the box"
+    )]
+    fn owned(self, request: Request<Body>) -> impl Future<Output = Response<Body>> + Send {
+        async move { self.forward(request).await }
     }
 }
 
