@@ -48,6 +48,16 @@ enum MessageKind {
 }
 
 fn strip_connection_headers(headers: &mut HeaderMap, kind: MessageKind) {
+    // A ScalWS patch: one pass over the names first. Most messages have none
+    // of these, and six lookups (two of names that are not standard) cost
+    // more than comparing the few names a message has.
+    let any = headers.keys().any(|name| {
+        matches!(*name, CONNECTION | TRANSFER_ENCODING | UPGRADE | http::header::TE)
+            || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+    });
+    if !any {
+        return;
+    }
     for header in &CONNECTION_HEADERS {
         if headers.remove(header).is_some() {
             warn!("Connection header illegal in HTTP/2: {}", header.as_str());
