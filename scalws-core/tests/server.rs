@@ -145,27 +145,30 @@ async fn response_trailers_go_only_to_a_client_that_accepts_them() {
     let ask = |te_lines: &str| {
         format!("GET /trailers HTTP/1.1\r\nHost: x\r\n{te_lines}Connection: close\r\n\r\n")
     };
-    for te_lines in [
-        "TE: trailers\r\n",
-        "TE: gzip, Trailers\r\n",
-        "TE: gzip\r\nTE: deflate, trailers\r\n",
-        "TE: trailers\r\nTE: gzip\r\n",
+    // (the client's TE lines, whether the trailer field is sent)
+    for (te_lines, accepted) in [
+        ("TE: trailers\r\n", true),
+        ("TE: gzip, Trailers\r\n", true),
+        ("TE: gzip\r\nTE: deflate, trailers\r\n", true),
+        ("TE: trailers\r\nTE: gzip\r\n", true),
+        ("", false),
+        ("TE: gzip\r\n", false),
+        ("TE: trailersx\r\n", false),
     ] {
         let head = ask(te_lines);
         let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
         assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
         assert!(reply.contains("\r\n4\r\nbody\r\n"), "{te_lines}: {reply}");
-        assert!(
+        assert_eq!(
             reply.ends_with("\r\n0\r\nx-checksum: 42\r\n\r\n"),
+            accepted,
             "{te_lines}: {reply}"
         );
-    }
-    for te_lines in ["", "TE: gzip\r\n", "TE: trailersx\r\n"] {
-        let head = ask(te_lines);
-        let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
-        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-        assert!(reply.contains("body"), "{te_lines}: {reply}");
-        assert!(!reply.contains("x-checksum: 42"), "{te_lines}: {reply}");
+        assert_eq!(
+            reply.contains("x-checksum: 42"),
+            accepted,
+            "{te_lines}: {reply}"
+        );
     }
 }
 

@@ -170,7 +170,7 @@ impl Http1Transaction for Server {
             match ctx.h1_parser_config.parse_request_with_uninit_headers(
                 &mut req,
                 bytes,
-                &mut headers[..ctx.h1_max_headers.unwrap_or(DEFAULT_MAX_HEADERS)],
+                &mut headers,
             ) {
                 Ok(httparse::Status::Complete(parsed_len)) => {
                     trace!("Request.parse Complete({})", parsed_len);
@@ -1050,7 +1050,7 @@ impl Http1Transaction for Client {
                 match ctx.h1_parser_config.parse_response_with_uninit_headers(
                     &mut res,
                     bytes,
-                    &mut headers[..ctx.h1_max_headers.unwrap_or(DEFAULT_MAX_HEADERS)],
+                    &mut headers,
                 ) {
                     Ok(httparse::Status::Complete(len)) => {
                         trace!("Response.parse Complete({})", len);
@@ -1564,16 +1564,21 @@ fn set_content_length(headers: &mut HeaderMap, len: u64) -> Encoder {
     }
 }
 
-/// Uninitialised room for the headers of one parse (a ScalWS patch): a cap
-/// within the inline size takes the inline array as it is, and the parse is
-/// given its first `cap` slots. `smallvec![MaybeUninit::uninit(); cap]`
-/// wrote `cap` values one by one and then moved the 3 KiB array, twice per
-/// parse, whenever `max_headers` was set at all.
+/// Uninitialised room for the headers of one parse, `cap` long (a ScalWS
+/// patch): a cap within the inline size takes the inline array as it is,
+/// cut to `cap` (no drop glue: only its length changes).
+/// `smallvec![MaybeUninit::uninit(); cap]` wrote `cap` values one by one and
+/// then moved the 3 KiB array, twice per parse, whenever `max_headers` was
+/// set at all.
 #[inline(always)]
 fn header_room<T: Copy>(cap: Option<usize>) -> SmallVec<[MaybeUninit<T>; DEFAULT_MAX_HEADERS]> {
     match cap {
         Some(cap) if cap > DEFAULT_MAX_HEADERS => smallvec![MaybeUninit::uninit(); cap],
-        _ => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
+        _ => {
+            let mut room = smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS];
+            room.truncate(cap.unwrap_or(DEFAULT_MAX_HEADERS));
+            room
+        }
     }
 }
 
