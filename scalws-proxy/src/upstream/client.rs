@@ -1,5 +1,5 @@
-//! The client of one address: for `http1`, ours on hyper's `client::conn`
-//! (driven in the request's task, see `http1.rs`); for `http2` and `https`,
+//! The client of one address: for `http1`, ours (the exchange spoken in the
+//! request's own task, see `http1.rs` and `wire.rs`); for `http2` and `https`,
 //! hyper-util's pooled client (HTTP/2 multiplexing, ALPN). Both keep
 //! connections alive and bound the response head.
 
@@ -38,12 +38,12 @@ impl UpstreamClient {
     }
 }
 
-/// hyper's HTTP/1 read buffer limit. A response head that does not fit fails
-/// (502) and hyper closes that connection. hyper may read up to twice this
-/// before it checks, so heads up to 32 KiB always pass and heads over 64 KiB
-/// always fail. (hyper's strict `max_header_size` is not exposed by
-/// hyper-util's legacy client, and is kept for `http1` too, so that both
-/// answer alike.) It also caps one read of a response body.
+/// The largest HTTP/1.1 response head. For `http1` upstreams (ours) it is
+/// exact: a head (or a chunked body's trailers) over 32 KiB fails (502) and
+/// its connection is closed. hyper-util's client (`https` upstreams that
+/// speak HTTP/1.1) uses it as its read buffer limit, and may read up to twice
+/// this before it checks, so there heads up to 32 KiB always pass and heads
+/// over 64 KiB always fail (its strict `max_header_size` is not exposed).
 const HTTP1_MAX_BUF: usize = 32 * 1024;
 
 /// The HTTP/2 response header list limit.

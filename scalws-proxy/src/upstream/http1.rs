@@ -1,12 +1,13 @@
-//! The HTTP/1.1 client of one `http1` address, on hyper's `client::conn`:
-//! the connection is driven by the request's own future until the response
-//! head, then by the response body until it ends, and handed back to an idle
-//! list of the worker thread the body ended on. No channel to a connection
-//! task, no task spawned, no lock: the idle lists are the thread's own.
+//! The HTTP/1.1 client of one `http1` address: the exchange is ScalWS's own
+//! (`wire.rs`), driven by the request's own future until the response head,
+//! then by the response body until it ends, and the connection is handed
+//! back to an idle list of the worker thread the body ended on. No
+//! connection task, channel or dispatcher, no task spawned, no lock: the
+//! idle lists are the thread's own.
 //!
 //! - **Reuse.** A connection goes back to the idle list only when its
-//!   response body was read to the end and hyper says it is ready for the
-//!   next request; one whose body was dropped early, that said
+//!   response body was read to the end, its request was sent whole, and the
+//!   upstream keeps it open; one whose body was dropped early, that said
 //!   `Connection: close`, or that failed is closed.
 //! - **Idle lists.** One per address per worker thread, newest last, at most
 //!   `max_idle_per_address` long (the oldest is closed past it). A request
@@ -14,34 +15,33 @@
 //!   used, and is closed at the next request on that thread or by the sweep
 //!   a thread makes at most once a second when it hands one back.
 //! - **A reused connection the upstream closed.** An idle connection is not
-//!   polled, so a close is seen when it is used: hyper hands the request back
-//!   unsent and it goes on the next idle connection or a new one, whatever
-//!   its method (nothing of it was written).
-//! - **Upgrades.** A request with `Upgrade` gets a connection whose driving
-//!   is spawned (a tunnel outlives the request), and that connection is
-//!   never reused.
+//!   polled, so a close is seen when it is taken: what the socket has ready
+//!   is read first (never waiting), and one that closed, failed or sent
+//!   bytes nobody asked for is dropped and the next one taken, before
+//!   anything of the request is written, whatever its method.
+//! - **Upgrades.** A request with `Upgrade` (or a CONNECT) goes through
+//!   hyper's `client::conn`, whose driving is spawned (a tunnel outlives the
+//!   request); that connection is never reused.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, Response, header};
-use http_body::{Body as _, Frame, SizeHint};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::{Builder, Connection, SendRequest};
+use http::{Method, Request, Response, header};
+use http_body::{Frame, SizeHint};
+use hyper::client::conn::http1::Builder;
 use hyper_util::rt::TokioIo;
 use scalws_core::{Body, BoxError};
 
-use super::connector::{Connector, UpstreamStream};
-
-type Conn = Connection<TokioIo<UpstreamStream>, Body>;
+use super::connector::Connector;
+use super::wire::{Exchange, Wire, WireError};
 
 /// How often a thread's idle lists are swept of expired connections and of
 /// the lists of clients that are gone, at most.
@@ -57,21 +57,18 @@ struct Shared {
     /// The key of this client's idle lists (never reused).
     id: u64,
     connector: Connector,
+    /// For upgrades, which hyper's client carries.
     builder: Builder,
+    /// The largest response head (and trailers) accepted.
+    max_head: usize,
     idle_timeout: Duration,
     max_idle: usize,
 }
 
-/// A connection and its request handle, between requests or during one.
-struct Held {
-    sender: SendRequest<Body>,
-    conn: Conn,
-}
-
 struct Idle {
     /// Boxed once per connection: a request, its body and the idle list
-    /// move a pointer, not hyper's connection state.
-    held: Box<Held>,
+    /// move a pointer, not the connection's buffers.
+    wire: Box<Wire>,
     since: Instant,
 }
 
@@ -90,6 +87,7 @@ impl Http1Client {
                 id: NEXT_ID.fetch_add(1, Relaxed),
                 connector,
                 builder,
+                max_head: max_buf_size,
                 idle_timeout,
                 max_idle,
             }),
@@ -98,106 +96,105 @@ impl Http1Client {
 
     /// Sends `request` (origin-form, with its Host) and returns the response
     /// once its head has arrived; the body streams and drives the connection.
-    pub(crate) async fn request(
-        &self,
-        mut request: Request<Body>,
-    ) -> Result<Response<Body>, BoxError> {
-        let upgrade = request.headers().contains_key(header::UPGRADE);
-        loop {
-            let (mut held, reused) = match self.checkout() {
-                Some(held) => (held, true),
-                // Boxed: the connect future is large and rarely needed, and
-                // the request's future is moved into a box of its own.
-                None => (Box::pin(self.connect()).await?, false),
-            };
-            let mut response = std::pin::pin!(held.sender.try_send_request(request));
-            let mut conn = None;
-            if upgrade {
-                // A 101's tunnel needs the connection driven past this
-                // request: it gets a task of its own, and is not reused.
-                tokio::spawn(held.conn.with_upgrades());
-            } else {
-                conn = Some(held);
+    pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+        if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
+            return self.upgrade(request).await;
+        }
+        let wire = match self.checkout() {
+            Some(wire) => wire,
+            // Boxed: the connect future is large and rarely needed, and
+            // the request's future is moved into a box of its own.
+            None => Box::pin(self.connect()).await?,
+        };
+        let mut exchange = match Exchange::start(wire, request) {
+            Ok(exchange) => exchange,
+            Err((wire, error)) => {
+                // Nothing was written: the connection is as it was.
+                self.checkin(wire);
+                return Err(error.into());
             }
-            let result = poll_fn(|cx| {
-                if let Some(c) = conn.as_mut()
-                    && Pin::new(&mut c.conn).poll(cx).is_ready()
-                {
-                    // Closed or failed: dropping it hands back a request
-                    // it never took, or ends the response's wait.
-                    conn = None;
-                }
-                response.as_mut().poll(cx)
+        };
+        let mut head = poll_fn(|cx| exchange.poll_head(cx)).await?;
+        exchange.read_body_of(&mut head);
+        let (parts, ()) = head.response.into_parts();
+        let body = if exchange.body_ended() {
+            self.ended(exchange);
+            Body::empty()
+        } else {
+            Body::new(Streamed {
+                exchange: Some(exchange),
+                client: self.clone(),
+                gave_data: false,
+                error: None,
             })
-            .await;
-            match result {
-                Ok(response) => {
-                    return Ok(match conn {
-                        Some(held) => response.map(|body| self.streamed(body, held)),
-                        None => response.map(|body| Body::incoming(body, u64::MAX)),
-                    });
-                }
-                Err(mut failed) => match failed.take_message() {
-                    // An idle connection the upstream had closed: nothing
-                    // was written, so the request goes again as it is.
-                    Some(unsent) if reused => request = unsent,
-                    _ => return Err(failed.into_error().into()),
-                },
-            }
-        }
+        };
+        Ok(Response::from_parts(parts, body))
     }
 
-    async fn connect(&self) -> Result<Box<Held>, BoxError> {
+    async fn connect(&self) -> Result<Box<Wire>, BoxError> {
         let io = self.shared.connector.clone().connect().await?;
-        let (sender, conn) = self.shared.builder.handshake(io).await?;
-        Ok(Box::new(Held { sender, conn }))
+        Ok(Box::new(Wire::new(io.into_inner(), self.shared.max_head)))
     }
 
-    fn streamed(&self, body: Incoming, held: Box<Held>) -> Body {
-        Body::new(Streamed {
-            body,
-            held: Some(held),
-            client: self.clone(),
-            gave_data: false,
-            error: None,
-        })
+    /// A request that may switch protocols, on hyper's client: a 101's
+    /// tunnel needs the connection driven past this request, so it gets a
+    /// task of its own, and is not reused.
+    #[cold]
+    async fn upgrade(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+        let io = match self.checkout() {
+            Some(wire) => TokioIo::new(wire.into_io()),
+            None => Box::pin(self.shared.connector.clone().connect()).await?,
+        };
+        let (mut sender, conn) = self.shared.builder.handshake(io).await?;
+        tokio::spawn(conn.with_upgrades());
+        let response = sender.send_request(request).await?;
+        Ok(response.map(|body| Body::incoming(body, u64::MAX)))
     }
 
-    /// Drives a connection whose response has ended until its request has
-    /// been sent too, then hands it back if hyper is ready for another.
-    async fn finish_sending(self, mut held: Box<Held>) {
-        let ready = poll_fn(|cx| match Pin::new(&mut held.conn).poll(cx) {
-            Poll::Ready(_) => Poll::Ready(false),
-            Poll::Pending if held.sender.is_ready() => Poll::Ready(true),
-            Poll::Pending => Poll::Pending,
-        })
-        .await;
-        if ready {
-            self.checkin(held);
+    /// A response has been read to its end: its connection goes back if it
+    /// may be reused. A request still sending (the upstream answered an
+    /// upload early) goes on in a task of its own, and its connection comes
+    /// back after it if it can.
+    fn ended(&self, exchange: Exchange) {
+        if !exchange.still_sending() {
+            if let Some(wire) = exchange.into_reusable() {
+                self.checkin(wire);
+            }
+        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let client = self.clone();
+            runtime.spawn(async move {
+                if let Some(wire) = exchange.finish_sending().await {
+                    client.checkin(wire);
+                }
+            });
         }
     }
 
-    /// The newest idle connection of this thread, when one is young enough.
-    fn checkout(&self) -> Option<Box<Held>> {
+    /// The newest idle connection of this thread that is young enough and
+    /// still open.
+    fn checkout(&self) -> Option<Box<Wire>> {
         let shared = &*self.shared;
         IDLE.try_with(|lists| {
             let mut lists = lists.borrow_mut();
             let list = lists.by_client.get_mut(&shared.id)?;
-            let idle = list.conns.pop_back()?;
-            if idle.since.elapsed() < shared.idle_timeout {
-                Some(idle.held)
-            } else {
-                // The newest is too old: so are the rest.
-                list.conns.clear();
-                None
+            while let Some(mut idle) = list.conns.pop_back() {
+                if idle.since.elapsed() >= shared.idle_timeout {
+                    // The newest is too old: so are the rest.
+                    list.conns.clear();
+                    return None;
+                }
+                if !idle.wire.is_unusable() {
+                    return Some(idle.wire);
+                }
             }
+            None
         })
         .ok()
         .flatten()
     }
 
     /// Back to this thread's idle list, if it has room.
-    fn checkin(&self, held: Box<Held>) {
+    fn checkin(&self, wire: Box<Wire>) {
         let shared = &self.shared;
         if shared.max_idle == 0 {
             return;
@@ -212,7 +209,7 @@ impl Http1Client {
             if list.conns.len() >= shared.max_idle {
                 list.conns.pop_front();
             }
-            list.conns.push_back(Idle { held, since: now });
+            list.conns.push_back(Idle { wire, since: now });
             if now.duration_since(lists.swept) >= SWEEP_EVERY {
                 lists.sweep(now);
             }
@@ -281,38 +278,21 @@ impl Hasher for IdHasher {
 }
 
 /// A response body that drives its connection, and hands it back to the
-/// idle list when the body has ended and the connection is ready again.
+/// idle list when the body has ended and the connection may be reused.
 struct Streamed {
-    body: Incoming,
-    /// `None` once the connection closed, failed or was handed back.
-    held: Option<Box<Held>>,
+    /// `None` once the body failed or its connection was handed on.
+    exchange: Option<Exchange>,
     client: Http1Client,
     /// The last poll gave data: an error now waits one turn (see `poll_frame`).
     gave_data: bool,
     /// The body's error, given at the next poll.
-    error: Option<hyper::Error>,
+    error: Option<WireError>,
 }
 
 impl Streamed {
-    /// The body has ended: one more turn of the connection (with no waker:
-    /// nothing waits on it now) lets it finish the exchange, then it goes
-    /// back if hyper is ready to send on it again.
     fn finish(&mut self) {
-        let Some(mut held) = self.held.take() else {
-            return;
-        };
-        let mut cx = Context::from_waker(Waker::noop());
-        if Pin::new(&mut held.conn).poll(&mut cx).is_ready() {
-            return;
-        }
-        if held.sender.is_ready() {
-            self.client.checkin(held);
-        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            // The response ended before the request did (an early answer
-            // to an upload): the rest of the request body still goes, in a
-            // task of its own, and the connection comes back after it if
-            // it can.
-            runtime.spawn(self.client.clone().finish_sending(held));
+        if let Some(exchange) = self.exchange.take() {
+            self.client.ended(exchange);
         }
     }
 }
@@ -329,56 +309,59 @@ impl http_body::Body for Streamed {
         if let Some(error) = this.error.take() {
             return Poll::Ready(Some(Err(error.into())));
         }
-        if let Some(held) = &mut this.held
-            && Pin::new(&mut held.conn).poll(cx).is_ready()
-        {
-            // Closed (after the last of the body) or failed (the body
-            // gets the error): not to be used again either way.
-            this.held = None;
-        }
-        let polled = Pin::new(&mut this.body).poll_frame(cx);
-        match polled {
+        let Some(exchange) = &mut this.exchange else {
+            return Poll::Ready(None);
+        };
+        match exchange.poll_body(cx) {
             Poll::Ready(Some(Err(error))) => {
-                this.held = None;
+                this.exchange = None;
                 if std::mem::take(&mut this.gave_data) {
-                    // The connection is driven here, so the upstream's data
-                    // and its failure can come in two polls with no wait
-                    // between: hyper's server would drop the data it has
-                    // not written yet with the response. One turn first,
-                    // so it writes what came (a short body, cut off).
+                    // The upstream's data and its failure can come in two
+                    // polls with no wait between: hyper's server would drop
+                    // the data it has not written yet with the response.
+                    // One turn first, so it writes what came (a short body,
+                    // cut off).
                     this.error = Some(error);
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                return Poll::Ready(Some(Err(error.into())));
+                Poll::Ready(Some(Err(error.into())))
             }
-            Poll::Ready(None) => this.finish(),
-            // hyper's server polls no further after trailers.
-            Poll::Ready(Some(Ok(ref frame)))
-                if frame.is_trailers() || this.body.is_end_stream() =>
-            {
+            Poll::Ready(None) => {
                 this.finish();
+                Poll::Ready(None)
             }
-            Poll::Ready(Some(Ok(_))) => this.gave_data = true,
-            Poll::Pending => this.gave_data = false,
+            Poll::Ready(Some(Ok(frame))) => {
+                // hyper's server polls no further after trailers, or after
+                // a frame that leaves the body at its end.
+                if exchange.body_ended() {
+                    this.finish();
+                }
+                this.gave_data = true;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Pending => {
+                this.gave_data = false;
+                Poll::Pending
+            }
         }
-        polled.map_err(Into::into)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.exchange.as_ref().is_none_or(Exchange::body_ended) && self.error.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        self.exchange
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Exchange::size_hint)
     }
 }
 
 impl Drop for Streamed {
     fn drop(&mut self) {
-        // A body that was never polled to its end (a HEAD, a 204, a
-        // length the server knew was reached) may still have ended.
-        if self.held.is_some() && self.body.is_end_stream() {
+        // A body that was never polled past its end may still have ended.
+        if self.exchange.as_ref().is_some_and(Exchange::body_ended) {
             self.finish();
         }
     }

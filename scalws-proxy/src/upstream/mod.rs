@@ -84,6 +84,7 @@ mod retry;
 mod sent;
 #[cfg(feature = "tls")]
 mod tls;
+mod wire;
 /// Without the `tls` feature an `https` pool cannot be built.
 #[cfg(not(feature = "tls"))]
 mod tls {

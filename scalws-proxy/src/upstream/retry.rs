@@ -13,6 +13,7 @@ use http::{HeaderMap, Method, Request, StatusCode, Uri, Version, header};
 use scalws_core::{Body, BoxError, ConnInfo};
 
 use super::error::{ConnectFailed, ConnectTimedOut};
+use super::wire::WireError;
 
 /// What is needed to send a request again: it had an empty body.
 pub(crate) struct Replay {
@@ -105,6 +106,9 @@ fn is_bad_response(error: &(dyn StdError + 'static)) -> bool {
             && legacy.is_connect()
         {
             return false;
+        }
+        if let Some(wire) = e.downcast_ref::<WireError>() {
+            return wire.is_final();
         }
         if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
             return hyper.is_parse() || hyper.is_parse_status() || hyper.is_user();
