@@ -1,5 +1,5 @@
 //! The client of one address: for `http1`, ours (the exchange spoken in the
-//! request's own task, see `http1.rs` and `wire.rs`); for `http2` and `https`,
+//! request's own task, see `http1.rs` and `wire/`); for `http2` and `https`,
 //! hyper-util's pooled client (HTTP/2 multiplexing, ALPN). Both keep
 //! connections alive and bound the response head.
 

@@ -1,5 +1,5 @@
 //! The HTTP/1.1 client of one `http1` address: the exchange is ScalWS's own
-//! (`wire.rs`), driven by the request's own future until the response head,
+//! (`wire/`), driven by the request's own future until the response head,
 //! then by the response body until it ends, and the connection is handed
 //! back to an idle list of the worker thread the body ended on. No
 //! connection task, channel or dispatcher, no task spawned, no lock: the
