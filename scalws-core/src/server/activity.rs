@@ -286,6 +286,13 @@ mod tests {
         assert!(activity.silent_at(Duration::from_millis(500)).is_some());
     }
 
+    /// Sleeps past the 1 ms timeouts below on the coarse clock, which moves
+    /// only at the kernel's tick (4 ms here) and, on a loaded machine, can
+    /// lag a few ticks behind: 5 ms was once not enough under `cargo test`.
+    fn past_a_tick() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
     fn limits(head_ms: u64, idle_ms: u64) -> Limits {
         Limits {
             header_read_timeout: Duration::from_millis(head_ms),
@@ -297,7 +304,7 @@ mod tests {
     #[test]
     fn new_connection_owes_a_head() {
         let a = Activity::new();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits(1, 10_000)), Verdict::HeadTimedOut);
     }
 
@@ -306,7 +313,7 @@ mod tests {
         let a = Activity::new();
         a.request_started(false);
         a.request_finished();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert!(matches!(a.verdict(&limits(1, 10_000)), Verdict::Wait(_)));
         assert_eq!(a.verdict(&limits(10_000, 1)), Verdict::Idle);
     }
@@ -315,7 +322,7 @@ mod tests {
     fn busy_connection_is_never_closed() {
         let a = Activity::new();
         a.request_started(false);
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert!(matches!(a.verdict(&limits(1, 1)), Verdict::Wait(_)));
     }
 
@@ -332,18 +339,18 @@ mod tests {
         let waiting = a.send_clock();
         let asked = a.send_clock();
         asked.asked();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits), Verdict::Unread);
         // Asked for its next frame: waiting on its producer (a quiet stream), not the client.
         waiting.asked();
         assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
         waiting.handed();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits), Verdict::Unread);
         // A write to the socket (another stream moving) is progress.
         a.on_write();
         assert!(matches!(a.verdict(&limits), Verdict::Wait(_)));
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits), Verdict::Unread);
         // A body that ended is forgotten.
         drop(waiting);
@@ -356,10 +363,10 @@ mod tests {
         a.request_started(false);
         a.request_finished();
         a.opened();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert!(matches!(a.verdict(&limits(10_000, 1)), Verdict::Wait(_)));
         a.closed();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits(10_000, 1)), Verdict::Idle);
     }
 
@@ -369,7 +376,7 @@ mod tests {
         a.request_started(false);
         a.request_finished();
         a.on_read();
-        std::thread::sleep(Duration::from_millis(5));
+        past_a_tick();
         assert_eq!(a.verdict(&limits(1, 10_000)), Verdict::HeadTimedOut);
     }
 }
