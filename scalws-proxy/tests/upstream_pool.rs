@@ -848,6 +848,70 @@ async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() 
 }
 
 #[tokio::test]
+async fn an_upload_answered_early_that_stalls_is_given_up_after_idle_timeout() {
+    // Answers as soon as the head is in, then reads until the proxy closes.
+    let closed = Arc::new(AtomicUsize::new(0));
+    let c = closed.clone();
+    let (addr, connections) = each_connection(move |mut stream| {
+        let c = c.clone();
+        async move {
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            stream.write_all(ok).await.unwrap();
+            loop {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            c.fetch_add(1, SeqCst);
+        }
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            idle_timeout: Duration::from_millis(300),
+            ..options(&[addr])
+        },
+    )
+    .unwrap();
+    let (tx, rx) =
+        tokio::sync::mpsc::channel::<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>(4);
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let post = Request::post("/upload")
+        .header(header::HOST, "app.test")
+        .header(header::CONTENT_LENGTH, "30000")
+        .body(Body::new(http_body_util::StreamBody::new(stream)))
+        .unwrap();
+    tx.send(Ok(http_body::Frame::data(vec![b'a'; 10_000].into())))
+        .await
+        .unwrap();
+    let (response, _) = pool.send(post).await.unwrap();
+    assert_eq!(text(response).await, "ok");
+    // The client sends nothing more, and keeps its side open.
+    wait_until("the stalled upload's connection is closed", || {
+        closed.load(SeqCst) == 1
+    })
+    .await;
+    answered(&pool, get("/next")).await;
+    assert_eq!(
+        connections.load(SeqCst),
+        2,
+        "the stalled connection was not reused"
+    );
+    drop(tx);
+}
+
+#[tokio::test]
 async fn idle_timeout_and_max_idle_bound_the_kept_connections() {
     let upstream = Upstream::named("a").await;
     let pool = UpstreamPool::new(

@@ -161,9 +161,14 @@ impl Http1Client {
                 self.checkin(wire);
             }
         } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // At most `idle_timeout`: a client that trickles its upload, or
+            // an upstream that stops reading, does not hold the task and the
+            // connection past it (the connection is then closed).
             let client = self.clone();
             runtime.spawn(async move {
-                if let Some(wire) = exchange.finish_sending().await {
+                let limit = client.shared.idle_timeout;
+                if let Ok(Some(wire)) = tokio::time::timeout(limit, exchange.finish_sending()).await
+                {
                     client.checkin(wire);
                 }
             });

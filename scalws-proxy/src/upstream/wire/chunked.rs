@@ -107,10 +107,12 @@ fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
     let bad = || WireError::BadResponse("an invalid chunk size line");
     let line = line.strip_suffix(b"\r").ok_or_else(bad)?;
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
+    // Leading zeros are allowed; what is left must fit in 64 bits.
+    let zeros = line[..digits].iter().take_while(|&&b| b == b'0').count();
+    if digits == 0 || digits - zeros > 16 {
         return Err(bad());
     }
-    let size = line[..digits].iter().fold(0u64, |n, &d| {
+    let size = line[zeros..digits].iter().fold(0u64, |n, &d| {
         n << 4 | u64::from((d as char).to_digit(16).unwrap_or(0))
     });
     let rest = &line[digits..];

@@ -25,13 +25,16 @@
 //!   reused), any other `Transfer-Encoding`, or neither field, frames by
 //!   the connection's close; `Content-Length` must be digits, and several
 //!   must agree; HTTP/1.0 with `Transfer-Encoding` is refused.
-//! - **Chunks** are read strictly: hexadecimal sizes of at most 16 digits,
+//! - **Chunks** are read strictly: hexadecimal sizes of at most 16 digits
+//!   after any leading zeros,
 //!   extensions of visible characters, every line ended by CRLF, the line
 //!   at most 4 KiB and the trailers within the head limit.
 //! - **Limits**: a response head larger than `max_head` bytes or with more
 //!   than 100 fields is refused.
-//! - **Reuse**: only after HTTP/1.1 without `Connection: close` (or HTTP/1.0
-//!   with `keep-alive`), with the response read to its end, the request
+//! - **Reuse**: only after HTTP/1.1 without `Connection: close` (never after
+//!   HTTP/1.0, `keep-alive` or not: the next request could be chunked, which
+//!   an HTTP/1.0 server need not read as such), with the response read to
+//!   its end, the request
 //!   sent whole, and no byte read beyond the response.
 
 mod chunked;
@@ -141,7 +144,12 @@ impl Wire {
     /// Reads only what the socket has ready; never waits.
     pub(crate) fn is_unusable(&mut self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
-        self.poll_fill(&mut cx).is_ready()
+        // Outside the task's budget: a spent budget would answer Pending
+        // without reading, and a closed connection would pass.
+        let mut fill = std::pin::pin!(tokio::task::unconstrained(std::future::poll_fn(
+            |cx| self.poll_fill(cx)
+        )));
+        fill.as_mut().poll(&mut cx).is_ready()
     }
 
     /// Reads what the socket has into `read`: the count, 0 at its end.
@@ -276,15 +284,18 @@ impl Exchange {
     }
 }
 
-/// A `Content-Length` value: digits, or a list of equal ones.
+/// A `Content-Length` value: digits (any number of leading zeros, at most
+/// `u64::MAX`), or a list of equal ones.
 fn content_length(value: &[u8]) -> Option<u64> {
     let mut length = None;
     for item in value.split(|&b| b == b',') {
         let item = item.trim_ascii();
-        if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        let n = item.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        let n = item.iter().try_fold(0u64, |n, &d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })?;
         if length.is_some_and(|before| before != n) {
             return None;
         }

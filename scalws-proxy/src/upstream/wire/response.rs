@@ -111,8 +111,11 @@ impl Exchange {
             }
 
             let mut headers = HeaderMap::with_capacity(wire.spans.len());
+            // An HTTP/1.0 upstream is never sent another request on this
+            // connection: the next one could be chunked, which it may not
+            // read as such (RFC 9112 6.1), and the chunks would be taken
+            // for a request of their own.
             let mut keep_alive = !http10;
-            let mut close = false;
             let mut length: Option<Option<u64>> = None;
             let mut coded = false;
             let mut chunked = false;
@@ -130,14 +133,8 @@ impl Exchange {
                 } else if name == header::TRANSFER_ENCODING {
                     coded = true;
                     chunked = ends_in_chunked(value.as_bytes());
-                } else if name == header::CONNECTION {
-                    // Once one line says close, a later keep-alive does not undo it.
-                    if close || has_token(value.as_bytes(), b"close") {
-                        close = true;
-                        keep_alive = false;
-                    } else if http10 && has_token(value.as_bytes(), b"keep-alive") {
-                        keep_alive = true;
-                    }
+                } else if name == header::CONNECTION && has_token(value.as_bytes(), b"close") {
+                    keep_alive = false;
                 }
                 headers.append(name, value);
             }

@@ -303,9 +303,23 @@ async fn responses_are_framed_by_rfc_9112() {
             ok(200, "ok", false),
         ),
         (
-            "HTTP/1.0 with keep-alive is reused",
+            "HTTP/1.0 is not reused, even with keep-alive (the next request could be chunked)",
             "GET",
             vec![b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok"],
+            false,
+            ok(200, "ok", false),
+        ),
+        (
+            "leading zeros in chunk sizes",
+            "GET",
+            vec![b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n000000000000000000002\r\nok\r\n00\r\n\r\n"],
+            false,
+            ok(200, "ok", true),
+        ),
+        (
+            "a length of twenty digits, most of them zeros",
+            "GET",
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 00000000000000000002\r\n\r\nok"],
             false,
             ok(200, "ok", true),
         ),
@@ -462,10 +476,16 @@ async fn bad_responses_are_refused_with_their_reason() {
             "invalid response from the upstream: an invalid chunk size line",
         ),
         (
-            "a chunk size of 17 digits",
+            "a chunk size of 17 significant digits",
             vec![b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n"],
             false,
             "invalid response from the upstream: an invalid chunk size line",
+        ),
+        (
+            "a length past 64 bits",
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\nok"],
+            false,
+            "invalid response from the upstream: an invalid Content-Length",
         ),
         (
             "a chunk size line ended by LF alone",
