@@ -608,18 +608,22 @@ async fn slow_upstream_times_out_at_request_timeout() {
     assert_eq!(pool.stats()[0].failures, 1);
 }
 
-#[tokio::test]
-async fn refused_get_is_retried_elsewhere_post_is_not() {
-    let good = Upstream::named("good").await;
-    let dead = refused_addr();
-    let pool = UpstreamPool::new(
+/// A pool of a refused address then `good`, in turn, without passive health.
+fn refused_then(good: SocketAddr) -> UpstreamPool {
+    UpstreamPool::new(
         "api",
         UpstreamOptions {
             passive: None,
-            ..options(&[dead, good.addr])
+            ..options(&[refused_addr(), good])
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn refused_get_is_retried_elsewhere_post_is_not() {
+    let good = Upstream::named("good").await;
+    let pool = refused_then(good.addr);
     for _ in 0..4 {
         assert_eq!(answered(&pool, get("/")).await, good.addr);
     }
@@ -637,6 +641,66 @@ async fn refused_get_is_retried_elsewhere_post_is_not() {
     assert_eq!(failures.len(), 1, "{outcomes:?}");
     assert!(matches!(failures[0], UpstreamError::Unavailable { .. }));
     assert_eq!(good.hits(), hits + 1);
+}
+
+#[tokio::test]
+async fn a_retry_sends_the_same_head_with_the_next_addresss_own_host() {
+    let seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>> = Arc::default();
+    let log = seen.clone();
+    let good = Upstream::start(move |request| {
+        let log = log.clone();
+        async move {
+            let all = |name| {
+                request
+                    .headers()
+                    .get_all(name)
+                    .iter()
+                    .map(|h| h.to_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            };
+            let line = (
+                request.uri().to_string(),
+                all(header::HOST),
+                all(header::ACCEPT),
+            );
+            log.lock().unwrap().push(line);
+            ok("ok")
+        }
+    })
+    .await;
+    let pool = refused_then(good.addr);
+    // Round robin: every other request tries the refused address first.
+    for i in 0..4 {
+        let with_host = Request::get(format!("/with/{i}"))
+            .header(header::HOST, "app.test")
+            .header(header::ACCEPT, "text/plain")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(answered(&pool, with_host).await, good.addr);
+        let without = Request::get(format!("/without/{i}"))
+            .header(header::ACCEPT, "text/html")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(answered(&pool, without).await, good.addr);
+    }
+    let address = good.addr.to_string();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    for i in 0..4 {
+        let with = (
+            format!("/with/{i}"),
+            "app.test".to_string(),
+            "text/plain".to_string(),
+        );
+        let without = (
+            format!("/without/{i}"),
+            address.clone(),
+            "text/html".to_string(),
+        );
+        assert!(seen.contains(&with), "{seen:?}");
+        assert!(seen.contains(&without), "{seen:?}");
+    }
 }
 
 // === upstream faults ===
@@ -775,6 +839,40 @@ async fn a_connection_is_reused_only_after_its_response_was_read_to_the_end() {
     assert_eq!(upstream.connections(), 2);
 }
 
+/// A 200 with a two-byte body.
+const OK_2: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+/// Reads a request head and answers [`OK_2`] at once; the count of body
+/// bytes read with the head, or `None` when the connection closed first.
+async fn answer_ok_at_the_head(stream: &mut TcpStream) -> Option<usize> {
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => seen.extend_from_slice(&chunk[..n]),
+        }
+    }
+    stream.write_all(OK_2).await.unwrap();
+    let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    Some(seen.len() - head_end)
+}
+
+type Frames = tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>;
+
+/// A POST declaring 30,000 bytes whose body is what is sent on the channel.
+fn upload_of_30000() -> (Frames, Request<Body>) {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let post = Request::post("/upload")
+        .header(header::HOST, "app.test")
+        .header(header::CONTENT_LENGTH, "30000")
+        .body(Body::new(http_body_util::StreamBody::new(stream)))
+        .unwrap();
+    (tx, post)
+}
+
 #[tokio::test]
 async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() {
     // Answers as soon as the head is in, then reads the 30,000-byte body,
@@ -784,18 +882,10 @@ async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() 
     let (addr, connections) = each_connection(move |mut stream| {
         let b = b.clone();
         async move {
-            let mut seen = Vec::new();
+            let Some(mut got) = answer_ok_at_the_head(&mut stream).await else {
+                return;
+            };
             let mut chunk = [0u8; 4096];
-            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => seen.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-            stream.write_all(ok).await.unwrap();
-            let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-            let mut got = seen.len() - head_end;
             while got < 30_000 {
                 match stream.read(&mut chunk).await {
                     Ok(0) | Err(_) => break,
@@ -804,21 +894,13 @@ async fn an_upload_answered_early_is_still_sent_whole_and_its_connection_kept() 
             }
             b.store(got, SeqCst);
             if read_head(&mut stream).await {
-                stream.write_all(ok).await.unwrap();
+                stream.write_all(OK_2).await.unwrap();
             }
         }
     })
     .await;
     let pool = UpstreamPool::new("api", options(&[addr])).unwrap();
-    let (tx, rx) =
-        tokio::sync::mpsc::channel::<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>(4);
-    let stream =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
-    let post = Request::post("/upload")
-        .header(header::HOST, "app.test")
-        .header(header::CONTENT_LENGTH, "30000")
-        .body(Body::new(http_body_util::StreamBody::new(stream)))
-        .unwrap();
+    let (tx, post) = upload_of_30000();
     tx.send(Ok(http_body::Frame::data(vec![b'a'; 10_000].into())))
         .await
         .unwrap();
@@ -855,16 +937,10 @@ async fn an_upload_answered_early_that_stalls_is_given_up_after_idle_timeout() {
     let (addr, connections) = each_connection(move |mut stream| {
         let c = c.clone();
         async move {
-            let mut seen = Vec::new();
-            let mut chunk = [0u8; 4096];
-            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => seen.extend_from_slice(&chunk[..n]),
-                }
+            if answer_ok_at_the_head(&mut stream).await.is_none() {
+                return;
             }
-            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-            stream.write_all(ok).await.unwrap();
+            let mut chunk = [0u8; 4096];
             loop {
                 match stream.read(&mut chunk).await {
                     Ok(0) | Err(_) => break,
@@ -883,15 +959,7 @@ async fn an_upload_answered_early_that_stalls_is_given_up_after_idle_timeout() {
         },
     )
     .unwrap();
-    let (tx, rx) =
-        tokio::sync::mpsc::channel::<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>(4);
-    let stream =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
-    let post = Request::post("/upload")
-        .header(header::HOST, "app.test")
-        .header(header::CONTENT_LENGTH, "30000")
-        .body(Body::new(http_body_util::StreamBody::new(stream)))
-        .unwrap();
+    let (tx, post) = upload_of_30000();
     tx.send(Ok(http_body::Frame::data(vec![b'a'; 10_000].into())))
         .await
         .unwrap();

@@ -41,6 +41,7 @@ use hyper_util::rt::TokioIo;
 use scalws_core::{Body, BoxError};
 
 use super::connector::Connector;
+use super::retry::Unanswered;
 use super::wire::{Exchange, Wire, WireError};
 
 /// How often a thread's idle lists are swept of expired connections and of
@@ -96,25 +97,35 @@ impl Http1Client {
 
     /// Sends `request` (origin-form, with its Host) and returns the response
     /// once its head has arrived; the body streams and drives the connection.
+    /// A failure before the response head is an [`Unanswered`] that gives
+    /// the request's head back, for a retry.
     pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
         if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
             return self.upgrade(request).await;
         }
+        let (request, body) = request.into_parts();
         let wire = match self.checkout() {
             Some(wire) => wire,
             // Boxed: the connect future is large and rarely needed, and
             // the request's future is moved into a box of its own.
-            None => Box::pin(self.connect()).await?,
+            None => match Box::pin(self.connect()).await {
+                Ok(wire) => wire,
+                Err(source) => return Err(unanswered(request, source)),
+            },
         };
-        let mut exchange = match Exchange::start(wire, request) {
+        let mut exchange = match Exchange::start(wire, &request, body) {
             Ok(exchange) => exchange,
             Err((wire, error)) => {
                 // Nothing was written: the connection is as it was.
                 self.checkin(wire);
-                return Err(error.into());
+                return Err(unanswered(request, error.into()));
             }
         };
-        let mut head = poll_fn(|cx| exchange.poll_head(cx)).await?;
+        let mut head = match poll_fn(|cx| exchange.poll_head(cx)).await {
+            Ok(head) => head,
+            Err(error) => return Err(unanswered(request, error.into())),
+        };
+        drop(request);
         exchange.read_body_of(&mut head);
         let (parts, ()) = head.response.into_parts();
         let body = if exchange.body_ended() {
@@ -141,14 +152,23 @@ impl Http1Client {
     /// task of its own, and is not reused.
     #[cold]
     async fn upgrade(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
-        let io = match self.checkout() {
-            Some(wire) => TokioIo::new(wire.into_io()),
-            None => Box::pin(self.shared.connector.clone().connect()).await?,
+        // hyper's client takes the request: a copy of its head is kept for
+        // a retry (this path is rare).
+        let (head, body) = request.into_parts();
+        let request = Request::from_parts(head.clone(), body);
+        let sent = async {
+            let io = match self.checkout() {
+                Some(wire) => TokioIo::new(wire.into_io()),
+                None => Box::pin(self.shared.connector.clone().connect()).await?,
+            };
+            let (mut sender, conn) = self.shared.builder.handshake(io).await?;
+            tokio::spawn(conn.with_upgrades());
+            Ok::<_, BoxError>(sender.send_request(request).await?)
         };
-        let (mut sender, conn) = self.shared.builder.handshake(io).await?;
-        tokio::spawn(conn.with_upgrades());
-        let response = sender.send_request(request).await?;
-        Ok(response.map(|body| Body::incoming(body, u64::MAX)))
+        match sent.await {
+            Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
+            Err(source) => Err(unanswered(head, source)),
+        }
     }
 
     /// A response has been read to its end: its connection goes back if it
@@ -220,6 +240,12 @@ impl Http1Client {
             }
         });
     }
+}
+
+/// A failure before the response head, with the head of its request.
+#[cold]
+fn unanswered(head: http::request::Parts, source: BoxError) -> BoxError {
+    Box::new(Unanswered { head, source })
 }
 
 /// A worker thread's idle connections, per client.

@@ -18,7 +18,7 @@ use super::endpoint::{Endpoint, EndpointStats, PassivePolicy};
 use super::error::{InvalidUpstream, UpstreamError};
 use super::health::Checker;
 use super::options::{Protocol, UpstreamOptions};
-use super::retry::{Failure, Replay};
+use super::retry::{Failure, Replay, Unanswered};
 use super::sent;
 use super::tls::TlsSetup;
 
@@ -199,7 +199,10 @@ impl UpstreamPool {
         let inner = &*self.inner;
         let deadline = tokio::time::Instant::now() + inner.request_timeout;
         let key = inner.balancer.key(&request);
-        let replay = if inner.retries > 0 {
+        let may_retry = inner.retries > 0 && Replay::allowed(&request);
+        // `http1` attempts give the request's head back when they fail
+        // before the answer, so no copy is kept for them.
+        let replay = if may_retry && !inner.http1 {
             Replay::capture(&request)
         } else {
             None
@@ -209,9 +212,9 @@ impl UpstreamPool {
         // Allocated only when a retry happens.
         let mut tried: Vec<usize> = Vec::new();
         loop {
-            let failure = match inner.attempt(index, request, deadline).await {
+            let (failure, head) = match inner.attempt(index, request, deadline).await {
                 Ok(response) => return Ok((response, inner.endpoints[index].address())),
-                Err(failure) => failure,
+                Err(failed) => failed,
             };
             let source = match failure {
                 Failure::TimedOut => {
@@ -229,10 +232,13 @@ impl UpstreamPool {
                 }
                 Failure::BeforeResponse(source) => source,
             };
-            let Some(replay) = replay
-                .as_ref()
-                .filter(|_| tried.len() < inner.retries as usize)
-            else {
+            let again = match (head, &replay) {
+                _ if !may_retry || tried.len() >= inner.retries as usize => None,
+                (Some(head), _) => Some(Request::from_parts(head, Body::empty())),
+                (None, Some(replay)) => Some(replay.rebuild()),
+                (None, None) => None,
+            };
+            let Some(again) = again else {
                 return Err(inner.unavailable(source));
             };
             tracing::debug!(
@@ -243,7 +249,7 @@ impl UpstreamPool {
             );
             tried.push(index);
             index = inner.select(key, &tried);
-            request = replay.rebuild();
+            request = again;
         }
     }
 
@@ -341,25 +347,29 @@ impl Inner {
     }
 
     /// One attempt on one address, until the response head or `deadline`.
+    /// A failure comes with the request's head when the client gave it back
+    /// (`http1`), as the next attempt would send it.
     async fn attempt(
         &self,
         index: usize,
         mut request: Request<Body>,
         deadline: tokio::time::Instant,
-    ) -> Result<Response<Body>, Failure> {
+    ) -> Result<Response<Body>, (Failure, Option<http::request::Parts>)> {
         let endpoint = &self.endpoints[index];
         let uri = std::mem::take(request.uri_mut());
+        let mut host_added = false;
         *request.uri_mut() = if self.http1 {
             // Origin-form, with Host (the address when the client sent none).
-            request
-                .headers_mut()
-                .entry(header::HOST)
-                .or_insert_with(|| endpoint.host().clone());
+            if let header::Entry::Vacant(host) = request.headers_mut().entry(header::HOST) {
+                host.insert(endpoint.host().clone());
+                host_added = true;
+            }
             origin_form(uri)
         } else {
             let authority =
                 host_authority(&request).unwrap_or_else(|| endpoint.authority().clone());
-            self.target(authority, uri).map_err(Failure::Final)?
+            self.target(authority, uri)
+                .map_err(|error| (Failure::Final(error), None))?
         };
         *request.version_mut() = self.version;
         let body = sent::watch(&mut request);
@@ -370,25 +380,33 @@ impl Inner {
                 Ok(response)
             }
             Ok(Err(error)) => {
+                let (error, mut head) = Unanswered::take(error);
+                if host_added && let Some(head) = &mut head {
+                    // The next address gets its own.
+                    head.headers.remove(header::HOST);
+                }
                 if let Some(status) = body.as_ref().and_then(|b| b.client_fault(error.as_ref())) {
-                    return Err(Failure::Client(status, error));
+                    return Err((Failure::Client(status, error), head));
                 }
                 endpoint.record_failure(self.passive);
-                Err(Failure::from_error(error))
+                Err((Failure::from_error(error), head))
             }
             Err(_elapsed)
                 if body
                     .as_ref()
                     .is_some_and(sent::BodyWatch::waiting_on_client) =>
             {
-                Err(Failure::Client(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "the request body was not all received within request_timeout".into(),
+                Err((
+                    Failure::Client(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "the request body was not all received within request_timeout".into(),
+                    ),
+                    None,
                 ))
             }
             Err(_elapsed) => {
                 endpoint.record_failure(self.passive);
-                Err(Failure::TimedOut)
+                Err((Failure::TimedOut, None))
             }
         }
     }

@@ -15,6 +15,41 @@ use scalws_core::{Body, BoxError, ConnInfo};
 use super::error::{ConnectFailed, ConnectTimedOut};
 use super::wire::WireError;
 
+/// A failure before any of the answer, with the request's head given back
+/// (by the `http1` client, which sends from a borrowed head): the pool sends
+/// it again from there instead of keeping a copy of every request. Taken
+/// apart by the pool before the failure is sorted; never seen outside it.
+#[derive(Debug)]
+pub(crate) struct Unanswered {
+    pub(crate) head: http::request::Parts,
+    pub(crate) source: BoxError,
+}
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl StdError for Unanswered {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+impl Unanswered {
+    /// The failure, and the head when `error` carries one.
+    pub(crate) fn take(error: BoxError) -> (BoxError, Option<http::request::Parts>) {
+        match error.downcast::<Unanswered>() {
+            Ok(unanswered) => {
+                let Unanswered { head, source } = *unanswered;
+                (source, Some(head))
+            }
+            Err(error) => (error, None),
+        }
+    }
+}
+
 /// What is needed to send a request again: it had an empty body.
 pub(crate) struct Replay {
     method: Method,
@@ -25,9 +60,14 @@ pub(crate) struct Replay {
 }
 
 impl Replay {
+    /// Whether `request` may be sent again: idempotent, with an empty body.
+    pub(crate) fn allowed(request: &Request<Body>) -> bool {
+        is_idempotent(request.method()) && has_empty_body(request)
+    }
+
     /// A copy of `request` when it may be retried.
     pub(crate) fn capture(request: &Request<Body>) -> Option<Self> {
-        if !is_idempotent(request.method()) || !has_empty_body(request) {
+        if !Self::allowed(request) {
             return None;
         }
         Some(Self {

@@ -5,8 +5,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use http::Method;
 use http::header::{self, HeaderMap, HeaderName};
-use http::{Method, Request};
+use http::request::Parts;
 use http_body::Body as _;
 use scalws_core::Body;
 
@@ -15,15 +16,16 @@ use super::{
 };
 
 impl Exchange {
-    /// Writes `request`'s head into the connection's buffer (nothing is
-    /// sent yet) and takes its body. `request` must be origin-form with
-    /// its Host; it goes as HTTP/1.1. A request that cannot be framed
-    /// gives its connection back with the error.
+    /// Writes a request's head (`parts`) into the connection's buffer
+    /// (nothing is sent yet) and takes its body. The head must be
+    /// origin-form with its Host; it goes as HTTP/1.1. It is borrowed, not
+    /// taken, so that the caller still has it to send again. A request that
+    /// cannot be framed gives its connection back with the error.
     pub(crate) fn start(
         mut wire: Box<Wire>,
-        request: Request<Body>,
+        parts: &Parts,
+        body: Body,
     ) -> Result<Self, (Box<Wire>, WireError)> {
-        let (parts, body) = request.into_parts();
         let headers = &parts.headers;
         // What the head says about the body, in one pass over its names.
         let mut keep_alive = true;

@@ -80,7 +80,8 @@ struct Answer {
 }
 
 async fn exchange(wire: Box<Wire>, request: Request<Body>) -> Result<Answer, WireError> {
-    let mut exchange = Exchange::start(wire, request).map_err(|(_, e)| e)?;
+    let (head, body) = request.into_parts();
+    let mut exchange = Exchange::start(wire, &head, body).map_err(|(_, e)| e)?;
     let mut head = poll_fn(|cx| exchange.poll_head(cx)).await?;
     exchange.read_body_of(&mut head);
     let mut body = Vec::new();
