@@ -23,10 +23,13 @@
 //!    refuse, since a check can be wrong and an answer is better than none.
 //! 2. **Send** through the address's own client, which keeps connections
 //!    alive (`max_idle_per_address`, `idle_timeout`). For `http1` it is
-//!    ScalWS's own, on hyper's `client::conn`: the connection is driven by
-//!    the request's future until the head and by the response body until it
-//!    ends, then goes back to an idle list of the worker thread (no channel,
-//!    no task, no lock); `max_idle_per_address` is per worker thread there.
+//!    ScalWS's own, HTTP/1.1 spoken by the proxy itself (`wire/`, on
+//!    `httparse`; upgrades on hyper's `client::conn`): the connection is
+//!    driven by the request's future until the head and by the response body
+//!    until it ends, then goes back to an idle list of the worker thread (no
+//!    channel, no task, no lock); `max_idle_per_address` is per worker thread
+//!    there. A connection is reused only after an HTTP/1.1 answer read to its
+//!    end without `Connection: close`, with the request sent whole.
 //!    For `http2` and `https` it is hyper-util's pooled client, which
 //!    multiplexes HTTP/2 and speaks TLS with rustls (SNI, custom CA, ALPN;
 //!    verification on unless `verify: false`). The caller's Host header is
@@ -42,12 +45,13 @@
 //!    up to `retries` times, on another available address when there is one,
 //!    for idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) with an
 //!    empty body only. A POST is never retried. An upstream that answers
-//!    garbage or an oversized head (HTTP/1: up to 32 KiB always passes, over
-//!    64 KiB always fails; HTTP/2: a 64 KiB header list) is not retried; it is
+//!    garbage or an oversized head (`http1`: 32 KiB and 100 fields; HTTP/1.1
+//!    over `https`: up to 32 KiB always passes, over 64 KiB always fails;
+//!    HTTP/2: a 64 KiB header list) is not retried; it is
 //!    [`UpstreamError::Unavailable`] (502) and that connection is not reused.
-//!    A request on a reused keep-alive connection that the upstream closed
-//!    before the request was written goes again on another connection,
-//!    whatever its method, without counting as a retry.
+//!    An idle keep-alive connection that the upstream closed (or sent bytes
+//!    on) is found so before the request is written, and the request goes on
+//!    another connection, whatever its method, without counting as a retry.
 //!
 //! ## Health
 //!
