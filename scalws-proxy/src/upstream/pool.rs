@@ -214,7 +214,7 @@ impl UpstreamPool {
         loop {
             let (failure, head) = match inner.attempt(index, request, deadline).await {
                 Ok(response) => return Ok((response, inner.endpoints[index].address())),
-                Err(failed) => failed,
+                Err(failed) => *failed,
             };
             let source = match failure {
                 Failure::TimedOut => {
@@ -348,13 +348,14 @@ impl Inner {
 
     /// One attempt on one address, until the response head or `deadline`.
     /// A failure comes with the request's head when the client gave it back
-    /// (`http1`), as the next attempt would send it.
+    /// (`http1`), as the next attempt would send it; boxed, so that the
+    /// result an answer moves through stays the size of a response.
     async fn attempt(
         &self,
         index: usize,
         mut request: Request<Body>,
         deadline: tokio::time::Instant,
-    ) -> Result<Response<Body>, (Failure, Option<http::request::Parts>)> {
+    ) -> Result<Response<Body>, Box<(Failure, Option<http::request::Parts>)>> {
         let endpoint = &self.endpoints[index];
         let uri = std::mem::take(request.uri_mut());
         let mut host_added = false;
@@ -369,7 +370,7 @@ impl Inner {
             let authority =
                 host_authority(&request).unwrap_or_else(|| endpoint.authority().clone());
             self.target(authority, uri)
-                .map_err(|error| (Failure::Final(error), None))?
+                .map_err(|error| Box::new((Failure::Final(error), None)))?
         };
         *request.version_mut() = self.version;
         let body = sent::watch(&mut request);
@@ -386,27 +387,27 @@ impl Inner {
                     head.headers.remove(header::HOST);
                 }
                 if let Some(status) = body.as_ref().and_then(|b| b.client_fault(error.as_ref())) {
-                    return Err((Failure::Client(status, error), head));
+                    return Err(Box::new((Failure::Client(status, error), head)));
                 }
                 endpoint.record_failure(self.passive);
-                Err((Failure::from_error(error), head))
+                Err(Box::new((Failure::from_error(error), head)))
             }
             Err(_elapsed)
                 if body
                     .as_ref()
                     .is_some_and(sent::BodyWatch::waiting_on_client) =>
             {
-                Err((
+                Err(Box::new((
                     Failure::Client(
                         StatusCode::REQUEST_TIMEOUT,
                         "the request body was not all received within request_timeout".into(),
                     ),
                     None,
-                ))
+                )))
             }
             Err(_elapsed) => {
                 endpoint.record_failure(self.passive);
-                Err((Failure::TimedOut, None))
+                Err(Box::new((Failure::TimedOut, None)))
             }
         }
     }
