@@ -15,6 +15,8 @@
 //!
 //! - [`RequestLimitsLayer`]: the request limits as a layer, for a stack
 //!   mounted in a server that is not ScalWS's own.
+//! - [`clock`]: a coarse monotonic clock in milliseconds (the kernel's tick),
+//!   for timeouts read on every request.
 //! - `tls` (feature `tls`): listener certificates loaded from PEM files,
 //!   chosen by SNI, reloadable in place.
 //!
@@ -51,6 +53,7 @@
 #![forbid(unsafe_code)]
 
 mod body;
+pub mod clock;
 mod conn;
 pub mod error;
 mod limit;

@@ -6,46 +6,15 @@
 //! this state and enforces both.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::limits::Limits;
-
-/// Milliseconds since the first call: a cheap monotonic clock for atomics,
-/// read three times per request.
-///
-/// On Linux it is `CLOCK_MONOTONIC_COARSE`, the kernel's tick (1 to 4 ms
-/// old, read from the vDSO without a time-stamp counter read), taken as
-/// whole milliseconds: the timeouts it serves are counted in seconds, and
-/// `Instant` arithmetic costs several times as much.
-#[cfg(target_os = "linux")]
-fn now_ms() -> u64 {
-    fn coarse() -> u64 {
-        let now = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-        // Never negative: a monotonic clock counts up from boot.
-        (now.tv_sec as u64) * 1000 + (now.tv_nsec as u64) / 1_000_000
-    }
-    static BASE: OnceLock<u64> = OnceLock::new();
-    let base = *BASE.get_or_init(coarse);
-    // +1 keeps 0 free to mean "unset".
-    coarse().saturating_sub(base) + 1
-}
-
-/// Milliseconds since the first call: a cheap monotonic clock for atomics.
-#[cfg(not(target_os = "linux"))]
-fn now_ms() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    // +1 keeps 0 free to mean "unset".
-    BASE.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
-}
+use crate::clock::{millis, now_ms};
 
 /// `now + wait`, capped at a day so an embedder's `Duration::MAX` cannot overflow `Instant`.
 pub(crate) fn later(now: Instant, wait: Duration) -> Instant {
     now + wait.min(Duration::from_secs(86_400))
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[derive(Debug)]

@@ -31,13 +31,14 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, header};
 use http_body::{Frame, SizeHint};
 use hyper::client::conn::http1::Builder;
 use hyper_util::rt::TokioIo;
+use scalws_core::clock::{millis, now_ms};
 use scalws_core::{Body, BoxError};
 
 use super::connector::Connector;
@@ -45,8 +46,8 @@ use super::retry::Unanswered;
 use super::wire::{Exchange, Wire, WireError};
 
 /// How often a thread's idle lists are swept of expired connections and of
-/// the lists of clients that are gone, at most.
-const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// the lists of clients that are gone, at most, in milliseconds.
+const SWEEP_EVERY_MS: u64 = 1000;
 
 /// The client of one address. Cloning shares its idle lists.
 #[derive(Clone)]
@@ -63,6 +64,8 @@ struct Shared {
     /// The largest response head (and trailers) accepted.
     max_head: usize,
     idle_timeout: Duration,
+    /// The same, in milliseconds of the coarse clock the idle lists read.
+    idle_ms: u64,
     max_idle: usize,
 }
 
@@ -70,7 +73,10 @@ struct Idle {
     /// Boxed once per connection: a request, its body and the idle list
     /// move a pointer, not the connection's buffers.
     wire: Box<Wire>,
-    since: Instant,
+    /// When it went idle, on `scalws_core::clock`'s coarse clock: the idle
+    /// timeout is kept to within a kernel tick, and the two reads per
+    /// request cost less than `Instant`'s.
+    since_ms: u64,
 }
 
 impl Http1Client {
@@ -90,6 +96,7 @@ impl Http1Client {
                 builder,
                 max_head: max_buf_size,
                 idle_timeout,
+                idle_ms: millis(idle_timeout),
                 max_idle,
             }),
         }
@@ -202,8 +209,9 @@ impl Http1Client {
         IDLE.try_with(|lists| {
             let mut lists = lists.borrow_mut();
             let list = lists.by_client.get_mut(&shared.id)?;
+            let now = now_ms();
             while let Some(mut idle) = list.conns.pop_back() {
-                if idle.since.elapsed() >= shared.idle_timeout {
+                if now.saturating_sub(idle.since_ms) >= shared.idle_ms {
                     // The newest is too old: so are the rest.
                     list.conns.clear();
                     return None;
@@ -225,7 +233,7 @@ impl Http1Client {
             return;
         }
         let _ = IDLE.try_with(|lists| {
-            let now = Instant::now();
+            let now = now_ms();
             let mut lists = lists.borrow_mut();
             let list = lists.by_client.entry(shared.id).or_insert_with(|| List {
                 owner: Arc::downgrade(shared),
@@ -234,8 +242,11 @@ impl Http1Client {
             if list.conns.len() >= shared.max_idle {
                 list.conns.pop_front();
             }
-            list.conns.push_back(Idle { wire, since: now });
-            if now.duration_since(lists.swept) >= SWEEP_EVERY {
+            list.conns.push_back(Idle {
+                wire,
+                since_ms: now,
+            });
+            if now.saturating_sub(lists.swept_ms) >= SWEEP_EVERY_MS {
                 lists.sweep(now);
             }
         });
@@ -251,7 +262,7 @@ fn unanswered(head: http::request::Parts, source: BoxError) -> BoxError {
 /// A worker thread's idle connections, per client.
 struct Lists {
     by_client: HashMap<u64, List, BuildHasherDefault<IdHasher>>,
-    swept: Instant,
+    swept_ms: u64,
 }
 
 struct List {
@@ -263,8 +274,8 @@ impl Lists {
     /// Closes connections idle past their client's timeout, and those of
     /// clients that are gone (a pool replaced by a reload).
     #[cold]
-    fn sweep(&mut self, now: Instant) {
-        self.swept = now;
+    fn sweep(&mut self, now: u64) {
+        self.swept_ms = now;
         self.by_client.retain(|_, list| {
             let Some(owner) = list.owner.upgrade() else {
                 return false;
@@ -272,7 +283,7 @@ impl Lists {
             while list
                 .conns
                 .front()
-                .is_some_and(|idle| now.duration_since(idle.since) >= owner.idle_timeout)
+                .is_some_and(|idle| now.saturating_sub(idle.since_ms) >= owner.idle_ms)
             {
                 list.conns.pop_front();
             }
@@ -284,7 +295,7 @@ impl Lists {
 thread_local! {
     static IDLE: RefCell<Lists> = RefCell::new(Lists {
         by_client: HashMap::default(),
-        swept: Instant::now(),
+        swept_ms: now_ms(),
     });
 }
 
