@@ -87,7 +87,7 @@ struct CertificateSet {
 impl TlsCertificates {
     /// Loads every pair; the first is the default (served when SNI is absent).
     /// A server name no certificate names is refused; see
-    /// [`unknown_server_name`](Self::unknown_server_name).
+    /// [`set_unknown_server_name`](Self::set_unknown_server_name).
     ///
     /// A certificate that is expired or not yet valid is logged as an error
     /// (naming the file and its dates), kept in [`warnings`](Self::warnings),
