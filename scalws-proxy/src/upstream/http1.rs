@@ -128,13 +128,12 @@ impl Http1Client {
                 return Err(unanswered(request, error.into()));
             }
         };
-        let mut head = match poll_fn(|cx| exchange.poll_head(cx)).await {
-            Ok(head) => head,
+        let response = match poll_fn(|cx| exchange.poll_head(cx)).await {
+            Ok(response) => response,
             Err(error) => return Err(unanswered(request, error.into())),
         };
         drop(request);
-        exchange.read_body_of(&mut head);
-        let (parts, ()) = head.response.into_parts();
+        let (parts, ()) = response.into_parts();
         let body = if exchange.body_ended() {
             self.ended(exchange);
             Body::empty()

@@ -232,14 +232,14 @@ impl UpstreamPool {
                 }
                 Failure::BeforeResponse(source) => source,
             };
-            let again = match (head, &replay) {
-                _ if !may_retry || tried.len() >= inner.retries as usize => None,
-                (Some(head), _) => Some(Request::from_parts(head, Body::empty())),
-                (None, Some(replay)) => Some(replay.rebuild()),
-                (None, None) => None,
-            };
-            let Some(again) = again else {
+            if !may_retry || tried.len() >= inner.retries as usize {
                 return Err(inner.unavailable(source));
+            }
+            // The head the client gave back (`http1`), else the copy.
+            let again = match (head, &replay) {
+                (Some(head), _) => Request::from_parts(head, Body::empty()),
+                (None, Some(replay)) => replay.rebuild(),
+                (None, None) => return Err(inner.unavailable(source)),
             };
             tracing::debug!(
                 upstream = &*inner.name,

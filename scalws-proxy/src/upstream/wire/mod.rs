@@ -34,8 +34,7 @@
 //! - **Reuse**: only after HTTP/1.1 without `Connection: close` (never after
 //!   HTTP/1.0, `keep-alive` or not: the next request could be chunked, which
 //!   an HTTP/1.0 server need not read as such), with the response read to
-//!   its end, the request
-//!   sent whole, and no byte read beyond the response.
+//!   its end, the request sent whole, and no byte read beyond the response.
 
 mod chunked;
 mod request;
@@ -48,7 +47,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::Response;
 use http::header::HeaderName;
 use http_body::SizeHint;
 use scalws_core::{Body, BoxError};
@@ -216,27 +214,17 @@ enum Decode {
     Done,
 }
 
-/// A response head, and how its body is read.
-pub(crate) struct Head {
-    pub(crate) response: Response<()>,
-    decode: Decode,
-}
-
 /// One request and its response on a connection.
 pub(crate) struct Exchange {
     wire: Box<Wire>,
     sending: Sending,
+    /// The response body's framing, from its head; `Done` until the head.
     decode: Decode,
     head_request: bool,
     keep_alive: bool,
 }
 
 impl Exchange {
-    /// Takes the response body's framing from its head.
-    pub(crate) fn read_body_of(&mut self, head: &mut Head) {
-        self.decode = std::mem::replace(&mut head.decode, Decode::Done);
-    }
-
     /// Whether the response body has been read to its end.
     pub(crate) fn body_ended(&self) -> bool {
         matches!(self.decode, Decode::Done)

@@ -1,6 +1,7 @@
 //! The request on the way out: its head, and its body framed by length or
 //! in chunks (with the trailers its `Trailer` header declares).
 
+use std::io::Write as _;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -129,9 +130,8 @@ impl Exchange {
             Framing::None { .. } => Sending::Done,
             Framing::Length { n, own_header } => {
                 if own_header {
-                    out.extend_from_slice(b"content-length: ");
-                    out.extend_from_slice(n.to_string().as_bytes());
-                    out.extend_from_slice(b"\r\n");
+                    // Writing into a Vec cannot fail.
+                    let _ = write!(out, "content-length: {n}\r\n");
                 }
                 if n == 0 {
                     Sending::Done
@@ -224,9 +224,8 @@ impl Exchange {
                             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                                 Ok(data) => {
                                     if !data.is_empty() {
-                                        wire.out.extend_from_slice(
-                                            format!("{:x}\r\n", data.len()).as_bytes(),
-                                        );
+                                        // Into the buffer, not a string of its own.
+                                        let _ = write!(wire.out, "{:x}\r\n", data.len());
                                         wire.data = data;
                                         wire.tail = b"\r\n";
                                     }

@@ -12,14 +12,18 @@ use http_body::Frame;
 
 use super::chunked::{Chunk, Decoded, decode_chunk};
 use super::{
-    Decode, Exchange, Head, MAX_HEADERS, Sending, Span, WireError, content_length, ends_in_chunked,
+    Decode, Exchange, MAX_HEADERS, Sending, Span, WireError, content_length, ends_in_chunked,
     has_token,
 };
 
 impl Exchange {
-    /// Sends the request and reads the response head; what is left of the
-    /// request body goes on with the response body.
-    pub(crate) fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<Result<Head, WireError>> {
+    /// Sends the request and reads the response head, and from it how the
+    /// body is framed; what is left of the request body goes on with the
+    /// response body.
+    pub(crate) fn poll_head(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Response<()>, WireError>> {
         let mut write_failed = None;
         if let Poll::Ready(Err(error)) = self.poll_send(cx) {
             match error {
@@ -55,8 +59,8 @@ impl Exchange {
     }
 
     /// A response head from what has been read, skipping 1xx answers other
-    /// than 101; `None` until all of it has come.
-    fn parse_head(&mut self) -> Result<Option<Head>, WireError> {
+    /// than 101, with its body's framing set; `None` until all of it has come.
+    fn parse_head(&mut self) -> Result<Option<Response<()>>, WireError> {
         loop {
             let wire = &mut *self.wire;
             let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
@@ -176,6 +180,7 @@ impl Exchange {
                 },
             };
             self.keep_alive &= keep_alive;
+            self.decode = decode;
 
             let mut response = Response::new(());
             *response.status_mut() = status;
@@ -190,7 +195,7 @@ impl Exchange {
             {
                 response.extensions_mut().insert(reason);
             }
-            return Ok(Some(Head { response, decode }));
+            return Ok(Some(response));
         }
     }
 
