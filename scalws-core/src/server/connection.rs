@@ -1,12 +1,15 @@
 //! Accepting connections and driving each one: protocol, timeouts, drain.
 
+use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use futures_util::task::AtomicWaker;
 use http::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -288,16 +291,23 @@ fn protocol_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
 
 /// Runs one connection to its end, closing it when idle, when a head is too
 /// slow, or (gracefully) when the server drains.
+///
+/// The connection is polled whenever its task wakes; the drain signal and the
+/// next check of [`Activity`] only when one of them woke it (see
+/// [`SideWake`]), so the many wake-ups of a busy connection cost no polls of
+/// futures that have nothing to say.
 async fn drive<C>(
     connection: C,
     activity: &Activity,
     limits: &Limits,
     mut phase: watch::Receiver<Phase>,
 ) where
-    C: std::future::Future + GracefulConnection,
+    C: Future + GracefulConnection,
 {
     let mut connection = pin!(connection);
     let mut closing = false;
+    let side = Arc::new(SideWake::default());
+    let side_waker = Waker::from(side.clone());
     loop {
         let next_check = match activity.verdict(limits) {
             Verdict::Wait(at) => at,
@@ -321,10 +331,38 @@ async fn drive<C>(
             // Already asked to close and still open after a grace period: drop it.
             Verdict::Idle => return,
         };
-        tokio::select! {
-            _ = connection.as_mut() => return,
-            changed = phase.changed() => {
-                let now = changed.map(|()| *phase.borrow_and_update()).unwrap_or(Phase::Closing);
+        let woke = {
+            let mut check = pin!(tokio::time::sleep_until(next_check.into()));
+            let mut changed = pin!(phase.changed());
+            // New futures: both are polled once, and from then on when woken.
+            side.woken.store(true, Ordering::Relaxed);
+            std::future::poll_fn(|cx| {
+                side.task.register(cx.waker());
+                if connection.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Woke::Ended);
+                }
+                if side.woken.swap(false, Ordering::AcqRel) {
+                    let mut cx = Context::from_waker(&side_waker);
+                    if let Poll::Ready(changed) = changed.as_mut().poll(&mut cx) {
+                        return Poll::Ready(Woke::Phase(changed.is_ok()));
+                    }
+                    if check.as_mut().poll(&mut cx).is_ready() {
+                        return Poll::Ready(Woke::Check);
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        match woke {
+            Woke::Ended => return,
+            Woke::Check => {}
+            Woke::Phase(open) => {
+                let now = if open {
+                    *phase.borrow_and_update()
+                } else {
+                    Phase::Closing
+                };
                 match now {
                     Phase::Serving => {}
                     Phase::Draining if !closing => {
@@ -335,8 +373,36 @@ async fn drive<C>(
                     Phase::Closing => return,
                 }
             }
-            _ = tokio::time::sleep_until(next_check.into()) => {}
         }
+    }
+}
+
+/// What ended one wait of [`drive`].
+enum Woke {
+    /// The connection's future finished.
+    Ended,
+    /// The drain signal changed (`false`: its sender is gone).
+    Phase(bool),
+    /// The time of the next check of [`Activity`] came.
+    Check,
+}
+
+/// The waker [`drive`] gives the drain signal and its timer: it notes that one
+/// of them woke the task, and wakes the task.
+#[derive(Default)]
+struct SideWake {
+    woken: AtomicBool,
+    task: AtomicWaker,
+}
+
+impl Wake for SideWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
     }
 }
 
