@@ -60,6 +60,7 @@ pub(crate) const DEFAULT_MAX_BUFFER_SIZE: usize = 8192 + 4096 * 100;
 /// forces a flush if the queue gets this big.
 const MAX_BUF_LIST_BUFFERS: usize = 16;
 
+
 pub(crate) struct Buffered<T, B> {
     flush_pipeline: bool,
     io: T,
@@ -395,7 +396,12 @@ where
         } else if self.write_buf.remaining() == 0 {
             Pin::new(&mut self.io).poll_flush(cx)
         } else {
+            // ScalWS: with nothing queued, all there is to write is in the
+            // head's buffer (see `WriteBuf::buffer`): one write, no iovecs.
             if let WriteStrategy::Flatten = self.write_buf.strategy {
+                return self.poll_flush_flattened(cx);
+            }
+            if !self.write_buf.queue.has_remaining() {
                 return self.poll_flush_flattened(cx);
             }
 
@@ -661,31 +667,24 @@ impl<B: Buf> WriteBuf<B> {
         self.strategy = strategy;
     }
 
-    pub(super) fn buffer<BB: Buf + Into<B>>(&mut self, mut buf: BB) {
+    pub(super) fn buffer<BB: Buf + Into<B>>(&mut self, buf: BB) {
         debug_assert!(buf.has_remaining());
         match self.strategy {
-            WriteStrategy::Flatten => {
-                let head = self.headers_mut();
-
-                head.maybe_unshift(buf.remaining());
-                trace!(
-                    self.len = head.remaining(),
-                    buf.len = buf.remaining(),
-                    "buffer.flatten"
-                );
-                //perf: This is a little faster than <Vec as BufMut>>::put,
-                //but accomplishes the same result.
-                loop {
-                    let adv = {
-                        let slice = buf.chunk();
-                        if slice.is_empty() {
-                            return;
-                        }
-                        head.bytes.extend_from_slice(slice);
-                        slice.len()
-                    };
-                    buf.advance(adv);
-                }
+            WriteStrategy::Flatten => self.flatten(buf),
+            // ScalWS: with nothing queued before it, a buffer that fits
+            // behind the head within the buffer an idle connection keeps
+            // (`KEPT_HEADERS_BUFFER`) is copied there instead of queued: a
+            // head and a small body (a fixed answer, a small file, a proxied
+            // answer's one read) go out in one write of one buffer, with no
+            // list of buffers to keep, and the head's buffer does not grow
+            // past what it keeps.
+            WriteStrategy::Queue
+                if !self.queue.has_remaining()
+                    && self.headers.bytes.len() + buf.remaining() <= KEPT_HEADERS_BUFFER =>
+            {
+                // Exact: doubling could take the buffer past what is kept.
+                self.headers.bytes.reserve_exact(buf.remaining());
+                self.flatten(buf)
             }
             WriteStrategy::Queue => {
                 trace!(
@@ -695,6 +694,31 @@ impl<B: Buf> WriteBuf<B> {
                 );
                 self.queue.push(buf.into());
             }
+        }
+    }
+
+    /// Copies `buf` to the end of the head's buffer.
+    fn flatten<BB: Buf>(&mut self, mut buf: BB) {
+        let head = self.headers_mut();
+
+        head.maybe_unshift(buf.remaining());
+        trace!(
+            self.len = head.remaining(),
+            buf.len = buf.remaining(),
+            "buffer.flatten"
+        );
+        //perf: This is a little faster than <Vec as BufMut>>::put,
+        //but accomplishes the same result.
+        loop {
+            let adv = {
+                let slice = buf.chunk();
+                if slice.is_empty() {
+                    return;
+                }
+                head.bytes.extend_from_slice(slice);
+                slice.len()
+            };
+            buf.advance(adv);
         }
     }
 
