@@ -132,7 +132,7 @@ impl Http1Client {
             Ok(response) => response,
             Err(error) => return Err(unanswered(request, error.into())),
         };
-        drop(request);
+        exchange.recycle(request.headers);
         let (parts, ()) = response.into_parts();
         let body = if exchange.body_ended() {
             self.ended(exchange);

@@ -29,14 +29,15 @@ fn fixed_hop_by_hop() -> [&'static HeaderName; 8] {
 
 /// Removes hop-by-hop headers, including every header `Connection` names.
 /// `keep_te_trailers` keeps `TE: trailers` (end-to-end meaning for gRPC over HTTP/2).
-pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool) {
+/// Returns whether the message had any: when not, nothing was removed.
+pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool) -> bool {
     // Most messages carry none of them: one walk over the names instead of a
     // lookup per hop-by-hop name.
     if !headers
         .keys()
         .any(|name| fixed_hop_by_hop().contains(&name))
     {
-        return;
+        return false;
     }
     if headers.contains_key(header::CONNECTION) {
         remove_connection_listed(headers);
@@ -56,6 +57,7 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool)
     if te_trailers {
         headers.insert(header::TE, HeaderValue::from_static("trailers"));
     }
+    true
 }
 
 #[cold]
@@ -103,17 +105,27 @@ pub(crate) fn add_forwarding(
     host: Option<&HeaderValue>,
 ) {
     if let Some(peer) = peer {
-        let value = match joined(headers, &X_FORWARDED_FOR) {
-            Some(previous) => {
-                let mut value = previous.into_bytes();
-                value.extend_from_slice(b", ");
-                value.extend_from_slice(peer.as_bytes());
-                HeaderValue::from_maybe_shared(Bytes::from(value)).ok()
+        // One lookup of the name, which is hashed byte by byte (not a
+        // standard header): most requests come without it.
+        match headers.entry(&X_FORWARDED_FOR) {
+            header::Entry::Vacant(vacant) => {
+                vacant.insert(peer);
             }
-            None => Some(peer),
-        };
-        if let Some(value) = value {
-            headers.insert(X_FORWARDED_FOR.clone(), value);
+            header::Entry::Occupied(mut occupied) => {
+                let value = match joined(occupied.iter()) {
+                    Some(previous) => {
+                        let mut value = previous.into_bytes();
+                        value.extend_from_slice(b", ");
+                        value.extend_from_slice(peer.as_bytes());
+                        HeaderValue::from_maybe_shared(Bytes::from(value)).ok()
+                    }
+                    None => Some(peer),
+                };
+                if let Some(value) = value {
+                    // Every earlier line replaced by the one value.
+                    occupied.insert_mult(value).for_each(drop);
+                }
+            }
         }
     }
     headers.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(scheme));
@@ -127,9 +139,10 @@ pub(crate) fn add_forwarding(
     }
 }
 
-/// Every value of `name`, joined with ", " (a list header may come as several lines).
-fn joined(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
-    let mut values = headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+/// Values of a list header, joined with ", " (it may come as several
+/// lines); values that are not text are left out, and `None` if none is.
+fn joined<'a>(values: impl Iterator<Item = &'a HeaderValue>) -> Option<String> {
+    let mut values = values.filter_map(|v| v.to_str().ok());
     let first = values.next()?;
     Some(values.fold(first.to_owned(), |mut all, v| {
         all.push_str(", ");

@@ -258,13 +258,17 @@ async fn forward(
     // target, whose Host is ignored: RFC 9112 3.2.2, else Host). An
     // HTTP/1.1 upstream needs it in Host.
     let host = routed_host_value(&parts);
-    headers::remove_hop_by_hop(&mut parts.headers, true);
+    // The host came from the target, or `Connection` named `Host` and it
+    // went with the hop-by-hop headers: `Host` is set below. Otherwise it
+    // is the `Host` already there.
+    let set_host = parts.uri.authority().is_some();
+    let set_host = headers::remove_hop_by_hop(&mut parts.headers, true) || set_host;
     let forwarded_host = match parts.extensions.get::<OriginalHost>() {
         Some(OriginalHost(original)) => Some(original),
         None => host.as_ref(),
     };
     headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
-    if let Some(host) = &host {
+    if set_host && let Some(host) = &host {
         parts.headers.insert(header::HOST, host.clone());
     }
     if let Some(protocol) = &upgrade {

@@ -47,7 +47,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::HeaderName;
+use http::header::{HeaderMap, HeaderName};
 use http_body::SizeHint;
 use scalws_core::{Body, BoxError};
 use tokio::io::AsyncWrite;
@@ -107,8 +107,15 @@ pub(crate) struct Wire {
     tail: &'static [u8],
     /// Where each field of the head being parsed lies (kept for reuse).
     spans: Vec<Span>,
+    /// An emptied header map (the last request's) for the next response
+    /// head, so a busy connection allocates none; small ones only.
+    spare: HeaderMap,
     max_head: usize,
 }
+
+/// The most fields a spare header map may have room for: a request with
+/// more does not leave its map on an idle connection.
+const SPARE_FIELDS: usize = 32;
 
 #[derive(Clone, Copy)]
 struct Span {
@@ -126,6 +133,7 @@ impl Wire {
             data: Bytes::new(),
             tail: b"",
             spans: Vec::new(),
+            spare: HeaderMap::new(),
             max_head,
         }
     }
@@ -225,6 +233,15 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
+    /// Keeps the request's header map, emptied, for the connection's next
+    /// response head (a map with room for many fields is dropped instead).
+    pub(crate) fn recycle(&mut self, mut headers: HeaderMap) {
+        if headers.capacity() <= SPARE_FIELDS {
+            headers.clear();
+            self.wire.spare = headers;
+        }
+    }
+
     /// Whether the response body has been read to its end.
     pub(crate) fn body_ended(&self) -> bool {
         matches!(self.decode, Decode::Done)

@@ -6,7 +6,7 @@ use std::mem::MaybeUninit;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{Response, StatusCode, Version};
 use http_body::Frame;
 
@@ -114,7 +114,8 @@ impl Exchange {
                 continue;
             }
 
-            let mut headers = HeaderMap::with_capacity(wire.spans.len());
+            let mut headers = std::mem::take(&mut wire.spare);
+            headers.reserve(wire.spans.len());
             // An HTTP/1.0 upstream is never sent another request on this
             // connection: the next one could be chunked, which it may not
             // read as such (RFC 9112 6.1), and the chunks would be taken

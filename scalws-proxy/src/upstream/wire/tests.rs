@@ -628,3 +628,60 @@ async fn a_body_that_does_not_match_its_length_is_refused() {
         assert!(error.is_final(), "{what}");
     }
 }
+
+/// Two requests on one connection, the first's header map recycled for the
+/// second answer's head (as `http1` does): each answer has its own fields
+/// and nothing of the request's or the answer before.
+#[tokio::test]
+async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let answers: [&[u8]; 2] = [
+            b"HTTP/1.1 200 OK\r\nX-First: 1\r\nContent-Length: 2\r\n\r\nok",
+            b"HTTP/1.1 201 Created\r\nX-Second: 2\r\nContent-Length: 0\r\n\r\n",
+        ];
+        for answer in answers {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed before a request");
+                got.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(answer).await.unwrap();
+        }
+    });
+    let client = TcpStream::connect(addr).await.unwrap();
+    let mut wire = Box::new(Wire::new(UpstreamStream::Plain(client), 1024));
+    let mut heads = Vec::new();
+    for header in ["x-request-one", "x-request-two"] {
+        let (head, body) = Request::get("/")
+            .header("host", "a.test")
+            .header(header, "sent")
+            .body(Body::empty())
+            .unwrap()
+            .into_parts();
+        let mut exchange = Exchange::start(wire, &head, body)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        let response = poll_fn(|cx| exchange.poll_head(cx)).await.unwrap();
+        exchange.recycle(head.headers);
+        while let Some(frame) = poll_fn(|cx| exchange.poll_body(cx)).await {
+            frame.unwrap();
+        }
+        heads.push(response);
+        wire = exchange
+            .into_reusable()
+            .expect("reusable after a whole answer");
+    }
+    server.await.unwrap();
+    let names = |response: &Response<()>| -> Vec<String> {
+        response.headers().keys().map(|k| k.to_string()).collect()
+    };
+    assert_eq!(names(&heads[0]), ["x-first", "content-length"]);
+    assert_eq!(heads[1].status(), 201);
+    assert_eq!(names(&heads[1]), ["x-second", "content-length"]);
+    assert_eq!(heads[1].headers()["content-length"], "0");
+}
