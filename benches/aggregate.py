@@ -15,7 +15,7 @@ status codes and no error other than the requests still running at the deadline;
 h2load no failed, errored or timed-out request and no 4xx or 5xx.
 
 Per scenario and column it reports the median, min, max and CV of req/s and of server
-CPU microseconds per request, the median p50, p99 and (oha only) p99.9, the largest
+CPU microseconds per request, the median p50, p99 and (oha and paced only) p99.9, the largest
 peak RSS, and two ratios
 against the first variant: the ratio of the medians, and the median of the paired
 ratios (variant / first variant measured in the same run, one after the other). The
@@ -144,7 +144,8 @@ def parse_h2load(path):
     return res
 
 
-PARSERS = {"wrk": parse_wrk, "oha": parse_oha, "h2load": parse_h2load}
+# benches/src/bin/paced.rs writes oha's field names.
+PARSERS = {"wrk": parse_wrk, "oha": parse_oha, "paced": parse_oha, "h2load": parse_h2load}
 
 
 def load_record(path):
@@ -357,7 +358,7 @@ def table(header, lines):
 def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
     t = []
     rate = settings.get("rate", "")
-    load = f"oha at a fixed {rate} req/s" if rate else "wrk at its own pace"
+    load = f"{settings.get('pacer') or 'oha'} at a fixed {rate} req/s" if rate else "wrk at its own pace"
     t.append(f"ScalWS load benchmark: {settings.get('runs', '?')} runs x {settings.get('duration', '?')} s "
              f"(warm-up {settings.get('warmup', '?')} s), {settings.get('connections', '?')} connections, "
              f"{load}, pin {settings.get('pin', '?')}\n")
@@ -403,7 +404,7 @@ def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
     else:
         t.append("(one variant: nothing to pair)\n")
 
-    t.append("\nlatency p50, p99, p99.9 (medians; p99.9 from oha only), peak RSS (largest VmHWM), "
+    t.append("\nlatency p50, p99, p99.9 (medians; p99.9 from oha or paced only), peak RSS (largest VmHWM), "
              "server busy (median CPU time / wall time)\n")
     lines = []
 

@@ -68,6 +68,14 @@
 #                SCENARIO.LABEL.oha.json and the aggregate adds p50 and p99.9. Take
 #                the rate from a run without RATE (for example 50 % and 80 % of
 #                nginx's req/s). Default: empty, wrk at its own pace.
+#   PACER        The load generator of RATE: "oha" (the default, above) or
+#                "paced", ScalWS's own (benches/src/bin/paced.rs; build it with
+#                `cargo build --release -p scalws-benches --bin paced`): one
+#                thread, open loop, latencies from when each request was due,
+#                plain HTTP/1.1 only (no tls-* scenario). It holds rates oha
+#                cannot from one load CPU. Its JSON (SCENARIO.LABEL.paced.json)
+#                has oha's field names, and its own `paced.loadCpu`: near 1.0
+#                means the generator, not the server, may have set the latency.
 #   SCENARIOS    A subset of "static-small respond proxy cache-hit" (the default)
 #                and of the TLS scenarios, which are measured only when named:
 #                tls-h1 (respond over TLS 1.3 and HTTP/1.1 on kept connections,
@@ -145,6 +153,8 @@ ORIGIN_PORT=18090
 # --- settings -----------------------------------------------------------------
 
 RATE="${RATE:-}"
+PACER="${PACER:-oha}"
+case "$PACER" in oha|paced) ;; *) die 2 "PACER is oha or paced, not '$PACER'";; esac
 for v in WARMUP DURATION RUNS CONNECTIONS WORKERS LOAD_THREADS ORIGIN_WORKERS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a whole number, not '${!v}'"
 done
@@ -247,8 +257,14 @@ if [ "$PEER" = haproxy ]; then
         HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
     fi
 fi
-OHA=""
-if [ -n "$RATE" ]; then
+OHA="" PACED=""
+if [ -n "$RATE" ] && [ "$PACER" = paced ]; then
+    for s in "${SCENARIO_LIST[@]}"; do
+        is_tls "$s" && die 2 "PACER=paced speaks plain HTTP/1.1: $s needs PACER=oha"
+    done
+    PACED=$ROOT/target/release/paced
+    [ -x "$PACED" ] || die 1 "PACER=paced needs target/release/paced: cargo build --release -p scalws-benches --bin paced"
+elif [ -n "$RATE" ]; then
     OHA=$(command -v oha || true)
     [ -z "$OHA" ] && [ -x "$HOME/.cargo/bin/oha" ] && OHA=$HOME/.cargo/bin/oha
     if [ -z "$OHA" ]; then
@@ -347,7 +363,7 @@ http_status() { # url: the status code of one GET, or 000
 # The load generator's output of a scenario: wrk's text, h2load's text (tls-h2
 # at its own pace) or, with RATE, oha's JSON.
 load_tool() { # scenario
-    if [ -n "$RATE" ]; then echo oha; elif [ "$1" = tls-h2 ]; then echo h2load; else echo wrk; fi
+    if [ -n "$RATE" ]; then echo "$PACER"; elif [ "$1" = tls-h2 ]; then echo h2load; else echo wrk; fi
 }
 
 # One wrk (or h2load, or with RATE one oha at that rate), pinned to the load CPU,
@@ -364,6 +380,10 @@ run_wrk() { # seconds url output scenario
             esac
             timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" "$OHA" --no-tui --output-format json -z "$1s" \
                 -c "$CONNECTIONS" -q "$RATE" --latency-correction "${extra[@]}" "$2" > "$3" 2> "$3.stderr" &
+            ;;
+        paced)
+            timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" "$PACED" -z "$1" \
+                -c "$CONNECTIONS" -q "$RATE" "$2" > "$3" 2> "$3.stderr" &
             ;;
         h2load)
             timeout -k 5 $(( $1 + 30 )) "${PINNED[@]}" h2load -t"$LOAD_THREADS" -c "$CONNECTIONS" -m1 -D "$1" "$2" > "$3" 2>&1 &
@@ -467,7 +487,7 @@ measure() { # run scenario label position
     local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1="" out tool scheme=http
     base="$dir/$scenario.$label"
     tool=$(load_tool "$scenario") out=$tool
-    [ "$tool" = oha ] && out=oha.json
+    case "$tool" in oha|paced) out=$tool.json;; esac
     if is_tls "$scenario"; then scheme=https; fi
     PORT=$SCALWS_PORT
     [ "$label" = "${VARIANT_LABELS[0]}" ] && kind=first
@@ -559,6 +579,7 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     echo "workers=$WORKERS"
     echo "load_threads=$LOAD_THREADS"
     echo "rate=$RATE"
+    echo "pacer=$PACER"
     echo "pin=$PIN_TEXT"
     echo "gate_rps=$GATE_RPS"
     echo "gate_cpu=$GATE_CPU"
@@ -576,7 +597,8 @@ PIN_TEXT=$PIN; [ "$PIN" = none ] && [ "$(nproc)" -lt 2 ] && PIN_TEXT="none (1 CP
     echo "wrk: $(wrk --version 2>&1 | head -1)"
     [ "$NEEDS_H2LOAD" = 1 ] && echo "h2load: $(h2load --version 2>&1 | head -1)"
     [ "$NEEDS_TLS" = 1 ] && echo "tls config: $TLS_CONFIG; certificate ECDSA P-256, $(openssl version)"
-    if [ -n "$RATE" ]; then echo "oha: $OHA $("$OHA" --version 2>&1 | head -1), -q $RATE --latency-correction"; fi
+    if [ -n "$RATE" ] && [ "$PACER" = paced ]; then echo "paced: $PACED, -q $RATE"
+    elif [ -n "$RATE" ]; then echo "oha: $OHA $("$OHA" --version 2>&1 | head -1), -q $RATE --latency-correction"; fi
 } > "$RESULTS/meta.txt"
 
 for label in "${VARIANT_LABELS[@]}"; do
