@@ -108,7 +108,9 @@ impl Http1Client {
     /// the request's head back, for a retry.
     pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
         if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
-            return self.upgrade(request).await;
+            // Boxed: its future (hyper's handshake and send) would make this
+            // one, and every future around it, a kilobyte larger to move.
+            return Box::pin(self.upgrade(request)).await;
         }
         let (request, body) = request.into_parts();
         let wire = match self.checkout() {
