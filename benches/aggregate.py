@@ -7,10 +7,10 @@
 
 RESULTS holds settings.env (written by multi.sh) and run-N/SCENARIO.LABEL.rec, each
 naming its wrk output (`wrk=`), its h2load output (`h2load=`, tls-h2) or, at a fixed
-rate (RATE), its oha JSON output (`oha=`).
+rate (RATE), its oha or paced JSON output (`oha=`, `paced=`).
 A measurement is valid when multi.sh found nothing wrong (server up, a 2xx answer,
 server and origin alive at the end) and its load output has requests and no errors:
-for wrk neither "Non-2xx or 3xx responses" nor "Socket errors"; for oha only 2xx/3xx
+for wrk neither "Non-2xx or 3xx responses" nor "Socket errors"; for oha (and paced) only 2xx/3xx
 status codes and no error other than the requests still running at the deadline; for
 h2load no failed, errored or timed-out request and no 4xx or 5xx.
 

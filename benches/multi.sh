@@ -74,8 +74,11 @@
 #                thread, open loop, latencies from when each request was due,
 #                plain HTTP/1.1 only (no tls-* scenario). It holds rates oha
 #                cannot from one load CPU. Its JSON (SCENARIO.LABEL.paced.json)
-#                has oha's field names, and its own `paced.loadCpu`: near 1.0
-#                means the generator, not the server, may have set the latency.
+#                has oha's field names, and its own under `paced`: maxQueued
+#                and sendLagP99 (requests waiting for a free connection: small
+#                when the server keeps up) and reconnects. A request not
+#                answered within 2 s after the run is an error (the run is not
+#                valid), not left out of the latencies.
 #   SCENARIOS    A subset of "static-small respond proxy cache-hit" (the default)
 #                and of the TLS scenarios, which are measured only when named:
 #                tls-h1 (respond over TLS 1.3 and HTTP/1.1 on kept connections,

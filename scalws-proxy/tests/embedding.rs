@@ -565,3 +565,36 @@ async fn a_static_route_serves_from_its_prefix() {
     );
     assert_eq!(client.get(http, "s.test", "/app.css").await.text(), "top");
 }
+
+/// A proxy used without the gateway (whose host check refuses a second
+/// `Host` line) sends the upstream one `Host`: the one it routed on.
+#[tokio::test]
+async fn a_proxy_alone_sends_one_host_when_a_request_has_two() {
+    let upstream = echo(&[]).await;
+    let proxy = Proxy::new(pool(upstream.addr));
+    let one_host = |request: Request<Body>| async {
+        let response = proxy.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        String::from_utf8(body.to_vec())
+            .unwrap()
+            .lines()
+            .filter(|line| line.starts_with("host: "))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let twice = Request::get("/")
+        .header(header::HOST, "first.test")
+        .header(header::HOST, "second.test")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(one_host(twice).await, ["host: first.test"]);
+    let once = Request::get("/")
+        .header(header::HOST, "only.test")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(one_host(once).await, ["host: only.test"]);
+}

@@ -18,9 +18,12 @@
 //! milliseconds), yielding the CPU between looks, so its load CPU looks busy
 //! by design. `paced.sendLagP99` and `sendLagMax` say how long due requests
 //! waited to be written (for a free connection, or for the generator) and
-//! `paced.maxQueued` how many waited at once: against a server that keeps up
-//! at that rate both stay near zero, which is how to tell that the generator
-//! held the rate.
+//! `paced.maxQueued` how many waited at once (at least 1: a request is
+//! queued the moment it is due): against a server that keeps up at that rate
+//! the lag stays near zero and the queue small, which is how to tell that the
+//! generator held the rate. `paced.reconnects` counts connections replaced
+//! (an idle one the server closed, or one that took no request); only a
+//! request lost with a connection is an error.
 //!
 //! ```text
 //! paced -c 64 -q 50000 -z 10 http://127.0.0.1:18080/respond
@@ -106,6 +109,8 @@ fn target(url: &str) -> Result<(SocketAddr, String, String), String> {
     Ok((address, authority.to_string(), path.to_string()))
 }
 
+/// A new connection, registered for readability. Blocking (up to 5 s): the
+/// connections are made at the start, and again only when one is lost.
 fn connect(poll: &Poll, address: SocketAddr, token: usize) -> io::Result<Conn> {
     let std_stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(5))?;
     std_stream.set_nodelay(true)?;
@@ -219,6 +224,7 @@ fn run(args: &Args) -> Result<String, String> {
     let mut released = 0u64;
     let mut max_queue = 0usize;
     let mut in_flight = 0usize;
+    let mut reconnects = 0u64;
     let mut open = args.connections;
     let mut buf = vec![0u8; 64 * 1024];
     let start = Instant::now();
@@ -237,7 +243,10 @@ fn run(args: &Args) -> Result<String, String> {
             released += 1;
         }
         max_queue = max_queue.max(queued.len());
-        // Free connections take the oldest.
+        // Free connections take the oldest; a replaced one waits for the
+        // next pass (a server that refuses every request must not hold
+        // this loop).
+        let mut replaced = Vec::new();
         while !queued.is_empty() {
             let Some(token) = idle.pop() else { break };
             let Some(conn) = conns[token].as_mut() else {
@@ -251,27 +260,31 @@ fn run(args: &Args) -> Result<String, String> {
                     }
                     in_flight += 1;
                 }
-                Ok(_) => {
-                    *errors
-                        .entry("a request only partly written".into())
-                        .or_default() += 1;
-                    conns[token] = None;
-                    open -= 1;
-                }
-                Err(e) => {
-                    *errors.entry(format!("write: {e}")).or_default() += 1;
-                    conns[token] = None;
-                    open -= 1;
+                // A connection that takes no request (closed by the server
+                // while idle, or a full send buffer): a new one in its
+                // place; the request stays queued for the next free one.
+                _ => {
+                    reconnects += 1;
+                    conns[token] = connect(&poll, address, token).ok();
+                    if conns[token].is_some() {
+                        replaced.push(token);
+                    } else {
+                        open -= 1;
+                    }
                 }
             }
         }
+        idle.append(&mut replaced);
         if released >= total && queued.is_empty() && in_flight == 0 {
             break;
         }
         if now >= give_up {
-            // As oha names the requests its deadline cut.
+            // Unanswered past the grace period: an error (the run is not
+            // valid), not left out of the latencies.
             let cut = in_flight as u64 + queued.len() as u64;
-            *errors.entry("aborted due to deadline".into()).or_default() += cut;
+            *errors
+                .entry("not answered within the grace period".into())
+                .or_default() += cut;
             break;
         }
         if open == 0 {
@@ -308,21 +321,28 @@ fn run(args: &Args) -> Result<String, String> {
                         in_flight -= 1;
                         latencies.push(micros_since(due, done));
                         *statuses.entry(conn.status).or_default() += 1;
+                        idle.push(token);
+                    } else {
+                        // Idle, and so on the free list already.
+                        *errors.entry("an answer to no request".into()).or_default() += 1;
                     }
-                    idle.push(token);
                 }
                 Read1::Broken(why) => {
-                    // The request in flight is lost with the connection,
-                    // counted as this error; a new connection takes its place.
-                    *errors.entry(why).or_default() += 1;
-                    if conn.due.is_some() {
+                    // A request in flight is lost with the connection and
+                    // counted as this error; an idle connection's close
+                    // (an idle timeout) loses nothing. A new connection
+                    // takes its place, on the free list if the old one was
+                    // not there already.
+                    let busy = conn.due.is_some();
+                    if busy {
                         in_flight -= 1;
+                        *errors.entry(why).or_default() += 1;
                     }
-                    conns[token] = None;
-                    open -= 1;
-                    if let Ok(conn) = connect(&poll, address, token) {
-                        conns[token] = Some(conn);
-                        open += 1;
+                    reconnects += 1;
+                    conns[token] = connect(&poll, address, token).ok();
+                    if conns[token].is_none() {
+                        open -= 1;
+                    } else if busy {
                         idle.push(token);
                     }
                 }
@@ -332,7 +352,7 @@ fn run(args: &Args) -> Result<String, String> {
     let wall = start.elapsed();
     latencies.sort_unstable();
     lags.sort_unstable();
-    let percentile = |p: f64| percentile_of(&latencies, p);
+    let percentile = |per_mille: usize| percentile_of(&latencies, per_mille);
     let answered = latencies.len() as u64;
     let json_f = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.9}"));
     let statuses = statuses
@@ -352,25 +372,26 @@ fn run(args: &Args) -> Result<String, String> {
             "\"latencyPercentiles\": {{\"p50\": {p50}, \"p90\": {p90}, \"p99\": {p99}, \"p99.9\": {p999}, \"p100\": {p100}}}, ",
             "\"errorDistribution\": {{{errors}}}, ",
             "\"paced\": {{\"offeredRate\": {rate}, \"connections\": {connections}, \"released\": {released}, ",
-            "\"answered\": {answered}, \"maxQueued\": {max_queue}, ",
+            "\"answered\": {answered}, \"maxQueued\": {max_queue}, \"reconnects\": {reconnects}, ",
             "\"sendLagP99\": {lag99}, \"sendLagMax\": {lag_max}}}}}"
         ),
         total = wall.as_secs_f64(),
         rps = answered as f64 / wall.as_secs_f64(),
         statuses = statuses,
-        p50 = json_f(percentile(50.0)),
-        p90 = json_f(percentile(90.0)),
-        p99 = json_f(percentile(99.0)),
-        p999 = json_f(percentile(99.9)),
-        p100 = json_f(percentile(100.0)),
+        p50 = json_f(percentile(500)),
+        p90 = json_f(percentile(900)),
+        p99 = json_f(percentile(990)),
+        p999 = json_f(percentile(999)),
+        p100 = json_f(percentile(1000)),
         errors = errors,
         rate = args.rate,
         connections = args.connections,
         released = released,
         answered = answered,
         max_queue = max_queue,
-        lag99 = json_f(percentile_of(&lags, 99.0)),
-        lag_max = json_f(percentile_of(&lags, 100.0)),
+        reconnects = reconnects,
+        lag99 = json_f(percentile_of(&lags, 990)),
+        lag_max = json_f(percentile_of(&lags, 1000)),
     ))
 }
 
@@ -379,12 +400,14 @@ fn micros_since(from: Instant, to: Instant) -> u32 {
     u32::try_from(to.saturating_duration_since(from).as_micros()).unwrap_or(u32::MAX)
 }
 
-/// The `p`th percentile (nearest rank) of sorted microseconds, in seconds.
-fn percentile_of(sorted: &[u32], p: f64) -> Option<f64> {
+/// The percentile `per_mille` / 10 (nearest rank) of sorted microseconds,
+/// in seconds; in whole per mille, so that no floating-point rounding
+/// moves the rank.
+fn percentile_of(sorted: &[u32], per_mille: usize) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    let rank = (per_mille * sorted.len()).div_ceil(1000);
     let at = rank.clamp(1, sorted.len()) - 1;
     Some(f64::from(sorted[at]) / 1e6)
 }
@@ -481,9 +504,13 @@ mod tests {
     #[test]
     fn percentiles_are_nearest_rank() {
         let sorted: Vec<u32> = (1..=1000).collect();
-        assert_eq!(percentile_of(&sorted, 50.0), Some(500e-6));
-        assert_eq!(percentile_of(&sorted, 99.0), Some(990e-6));
-        assert_eq!(percentile_of(&sorted, 100.0), Some(1000e-6));
-        assert_eq!(percentile_of(&[], 99.0), None);
+        assert_eq!(percentile_of(&sorted, 500), Some(500e-6));
+        assert_eq!(percentile_of(&sorted, 990), Some(990e-6));
+        assert_eq!(percentile_of(&sorted, 999), Some(999e-6));
+        assert_eq!(percentile_of(&sorted, 1000), Some(1000e-6));
+        assert_eq!(percentile_of(&[], 990), None);
+        // Where 99.9 / 100 in floating point would be one rank too high.
+        let many: Vec<u32> = (1..=500_000).collect();
+        assert_eq!(percentile_of(&many, 999), Some(499_500e-6));
     }
 }

@@ -257,11 +257,19 @@ async fn forward(
     // The host routed on (HTTP/2's :authority, an absolute-form HTTP/1.1
     // target, whose Host is ignored: RFC 9112 3.2.2, else Host). An
     // HTTP/1.1 upstream needs it in Host.
-    let host = routed_host_value(&parts);
-    // The host came from the target, or `Connection` named `Host` and it
-    // went with the hop-by-hop headers: `Host` is set below. Otherwise it
-    // is the `Host` already there.
-    let set_host = parts.uri.authority().is_some();
+    // `Host` is set below when the host came from the target, when the
+    // request has more than one `Host` line (an embedder's stack without
+    // the gateway's check may pass one on: the upstream gets the one routed
+    // on), or when `Connection` named `Host` and it went with the hop-by-hop
+    // headers. Otherwise it is the one `Host` already there.
+    let (host, set_host) = match parts.uri.authority() {
+        Some(_) => (routed_host_value(&parts), true),
+        None => {
+            let mut lines = parts.headers.get_all(header::HOST).iter();
+            let first = lines.next().cloned();
+            (first, lines.next().is_some())
+        }
+    };
     let set_host = headers::remove_hop_by_hop(&mut parts.headers, true) || set_host;
     let forwarded_host = match parts.extensions.get::<OriginalHost>() {
         Some(OriginalHost(original)) => Some(original),

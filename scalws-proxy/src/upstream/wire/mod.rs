@@ -236,7 +236,9 @@ impl Exchange {
     /// Keeps the request's header map, emptied, for the connection's next
     /// response head (a map with room for many fields is dropped instead).
     pub(crate) fn recycle(&mut self, mut headers: HeaderMap) {
-        if headers.capacity() <= SPARE_FIELDS {
+        // `len` counts every line: a few names with many lines each would
+        // leave a large list of extra values behind.
+        if headers.capacity() <= SPARE_FIELDS && headers.len() <= SPARE_FIELDS {
             headers.clear();
             self.wire.spare = headers;
         }

@@ -60,7 +60,6 @@ pub(crate) const DEFAULT_MAX_BUFFER_SIZE: usize = 8192 + 4096 * 100;
 /// forces a flush if the queue gets this big.
 const MAX_BUF_LIST_BUFFERS: usize = 16;
 
-
 pub(crate) struct Buffered<T, B> {
     flush_pipeline: bool,
     io: T,
@@ -355,11 +354,12 @@ where
     }
 
     /// ScalWS: frees an empty read buffer, and an empty write buffer that
-    /// has grown past what a response head needs (a flattened body), for a
-    /// connection between messages whose read is pending. The write buffer
-    /// of heads alone is kept: it is small (allocated by the first head, not
-    /// at `INIT_BUFFER_SIZE`), and keeping it spares an allocation per
-    /// response.
+    /// has grown past `KEPT_HEADERS_BUFFER` (a large flattened body), for a
+    /// connection between messages whose read is pending. A smaller write
+    /// buffer is kept: heads, and small bodies copied behind them (see
+    /// `WriteBuf::buffer`), allocated by the first response at the size it
+    /// needed, not at `INIT_BUFFER_SIZE`; keeping it spares an allocation
+    /// per response.
     pub(crate) fn release_idle_buffers(&mut self) {
         if self.read_buf.is_empty() && self.read_buf.capacity() > 0 {
             let mut spare = std::mem::take(&mut self.read_buf);
@@ -1080,7 +1080,39 @@ mod tests {
         buffered.buffer(Cursor::new(b"world, ".to_vec()));
         buffered.buffer(Cursor::new(b"it's ".to_vec()));
         buffered.buffer(Cursor::new(b"hyper!".to_vec()));
-        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 3);
+        // ScalWS: small buffers with nothing queued before them are copied
+        // behind the head (`WriteBuf::buffer`), none queued.
+        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 0);
+
+        buffered.flush().await.expect("flush");
+
+        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 0);
+    }
+
+    // ScalWS: a buffer too large to copy behind the head is queued, and so
+    // is every buffer after it, however small: the bytes go out in order.
+    #[cfg(not(miri))]
+    #[tokio::test]
+    async fn write_buf_queue_copies_small_buffers_only_before_a_queued_one() {
+        let _ = pretty_env_logger::try_init();
+
+        let large = vec![b'x'; KEPT_HEADERS_BUFFER];
+        let mut expected = b"head ".to_vec();
+        expected.extend_from_slice(b"small ");
+        expected.extend_from_slice(&large);
+        expected.extend_from_slice(b" tail");
+        let mock = Mock::new().write(&expected).build();
+
+        let mut buffered = Buffered::<_, Cursor<Vec<u8>>>::new(Compat::new(mock));
+        buffered.write_buf.set_strategy(WriteStrategy::Queue);
+
+        buffered.headers_buf().extend(b"head ");
+        buffered.buffer(Cursor::new(b"small ".to_vec()));
+        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 0, "copied");
+        buffered.buffer(Cursor::new(large));
+        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 1, "too large: queued");
+        buffered.buffer(Cursor::new(b" tail".to_vec()));
+        assert_eq!(buffered.write_buf.queue.bufs_cnt(), 2, "behind a queued one");
 
         buffered.flush().await.expect("flush");
 
