@@ -48,8 +48,11 @@ where
     T: Http1Transaction,
 {
     pub(crate) fn new(io: I) -> Conn<I, B, T> {
+        let mut io = Buffered::new(io);
+        // ScalWS: see `Buffered::set_copy_small`.
+        io.set_copy_small(T::should_read_first());
         Conn {
-            io: Buffered::new(io),
+            io,
             state: State {
                 allow_half_close: false,
                 cached_headers: None,
