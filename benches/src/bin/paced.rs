@@ -127,6 +127,25 @@ fn connect(poll: &Poll, address: SocketAddr, token: usize) -> io::Result<Conn> {
     })
 }
 
+/// Puts a new connection in `slot` in place of one that cannot be used,
+/// counting it in `reconnects`; when none can be made the slot stays empty
+/// and `open` counts one fewer. Whether there is a connection now.
+fn replace(
+    slot: &mut Option<Conn>,
+    poll: &Poll,
+    address: SocketAddr,
+    token: usize,
+    open: &mut usize,
+    reconnects: &mut u64,
+) -> bool {
+    *reconnects += 1;
+    *slot = connect(poll, address, token).ok();
+    if slot.is_none() {
+        *open -= 1;
+    }
+    slot.is_some()
+}
+
 /// What one readable event did to a connection.
 enum Read1 {
     /// Nothing complete yet.
@@ -264,12 +283,9 @@ fn run(args: &Args) -> Result<String, String> {
                 // while idle, or a full send buffer): a new one in its
                 // place; the request stays queued for the next free one.
                 _ => {
-                    reconnects += 1;
-                    conns[token] = connect(&poll, address, token).ok();
-                    if conns[token].is_some() {
+                    let slot = &mut conns[token];
+                    if replace(slot, &poll, address, token, &mut open, &mut reconnects) {
                         replaced.push(token);
-                    } else {
-                        open -= 1;
                     }
                 }
             }
@@ -338,11 +354,8 @@ fn run(args: &Args) -> Result<String, String> {
                         in_flight -= 1;
                         *errors.entry(why).or_default() += 1;
                     }
-                    reconnects += 1;
-                    conns[token] = connect(&poll, address, token).ok();
-                    if conns[token].is_none() {
-                        open -= 1;
-                    } else if busy {
+                    let slot = &mut conns[token];
+                    if replace(slot, &poll, address, token, &mut open, &mut reconnects) && busy {
                         idle.push(token);
                     }
                 }

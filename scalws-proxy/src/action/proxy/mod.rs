@@ -256,12 +256,12 @@ async fn forward(
 
     // The host routed on (HTTP/2's :authority, an absolute-form HTTP/1.1
     // target, whose Host is ignored: RFC 9112 3.2.2, else Host). An
-    // HTTP/1.1 upstream needs it in Host.
-    // `Host` is set below when the host came from the target, when the
-    // request has more than one `Host` line (an embedder's stack without
-    // the gateway's check may pass one on: the upstream gets the one routed
-    // on), or when `Connection` named `Host` and it went with the hop-by-hop
-    // headers. Otherwise it is the one `Host` already there.
+    // HTTP/1.1 upstream needs it in Host, which is set below when the host
+    // came from the target, when the request has more than one `Host` line
+    // (an embedder's stack without the gateway's check may pass one on: the
+    // upstream gets the one routed on), or when `Connection` named `Host`
+    // and it went with the hop-by-hop headers. Otherwise it is the one
+    // `Host` already there.
     let (host, set_host) = match parts.uri.authority() {
         Some(_) => (routed_host_value(&parts), true),
         None => {

@@ -403,12 +403,12 @@ where
         } else if self.write_buf.remaining() == 0 {
             Pin::new(&mut self.io).poll_flush(cx)
         } else {
-            // ScalWS: with nothing queued, all there is to write is in the
-            // head's buffer (see `WriteBuf::buffer`): one write, no iovecs.
-            if let WriteStrategy::Flatten = self.write_buf.strategy {
-                return self.poll_flush_flattened(cx);
-            }
-            if self.write_buf.copy_small && !self.write_buf.queue.has_remaining() {
+            // ScalWS: a server with nothing queued has all there is to write
+            // in the head's buffer (see `WriteBuf::buffer`), as with
+            // `Flatten`: one write, no iovecs.
+            let flat = matches!(self.write_buf.strategy, WriteStrategy::Flatten)
+                || (self.write_buf.copy_small && !self.write_buf.queue.has_remaining());
+            if flat {
                 return self.poll_flush_flattened(cx);
             }
 
