@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures_util::task::AtomicWaker;
 use http::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -32,6 +32,7 @@ use super::limits::Limits;
 #[cfg(feature = "tls")]
 use super::listener::ListenerProtocol;
 use super::listener::{ConnectionPermit, ListenerState, Phase};
+use super::streams::{StreamExecutor, Streams};
 use super::tunnel::TunnelHost;
 use crate::error::BoxError;
 #[cfg(feature = "tls")]
@@ -57,7 +58,7 @@ pub(super) struct Acceptor<S> {
 /// state is swapped.
 struct Current {
     state: Arc<ListenerState>,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builder: Arc<auto::Builder<StreamExecutor>>,
     #[cfg(feature = "tls")]
     tls: Option<Tls>,
 }
@@ -203,7 +204,7 @@ struct Tls {
 
 /// One accepted connection's share of the listener, until it closes.
 struct Connection {
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builder: Arc<auto::Builder<StreamExecutor>>,
     limits: Arc<Limits>,
     phase: watch::Receiver<Phase>,
     /// Returned to the listener's `max_connections` when the socket is
@@ -268,8 +269,8 @@ impl Connection {
     }
 }
 
-fn protocol_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+fn protocol_builder(limits: &Limits) -> auto::Builder<StreamExecutor> {
+    let mut builder = auto::Builder::new(StreamExecutor);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -292,10 +293,11 @@ fn protocol_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
 /// Runs one connection to its end, closing it when idle, when a head is too
 /// slow, or (gracefully) when the server drains.
 ///
-/// The connection is polled whenever its task wakes; the drain signal and the
-/// next check of [`Activity`] only when one of them woke it (see
-/// [`SideWake`]), so the many wake-ups of a busy connection cost no polls of
-/// futures that have nothing to say.
+/// The connection, then its HTTP/2 streams (see [`Streams`]), are polled
+/// whenever its task wakes; the drain signal and the next check of
+/// [`Activity`] only when one of them woke it (see [`SideWake`]), so the many
+/// wake-ups of a busy connection cost no polls of futures that have nothing
+/// to say.
 async fn drive<C>(
     connection: C,
     activity: &Activity,
@@ -305,6 +307,8 @@ async fn drive<C>(
     C: Future + GracefulConnection,
 {
     let mut connection = pin!(connection);
+    // HTTP/2 streams, polled in this task (see `StreamExecutor`).
+    let mut streams = Streams::default();
     let mut closing = false;
     let side = Arc::new(SideWake::default());
     let side_waker = Waker::from(side.clone());
@@ -338,9 +342,10 @@ async fn drive<C>(
             side.woken.store(true, Ordering::Relaxed);
             std::future::poll_fn(|cx| {
                 side.task.register(cx.waker());
-                if connection.as_mut().poll(cx).is_ready() {
+                if streams.enter(|| connection.as_mut().poll(cx)).is_ready() {
                     return Poll::Ready(Woke::Ended);
                 }
+                streams.poll(cx);
                 if side.woken.swap(false, Ordering::AcqRel) {
                     let mut cx = Context::from_waker(&side_waker);
                     if let Poll::Ready(changed) = changed.as_mut().poll(&mut cx) {

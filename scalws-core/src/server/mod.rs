@@ -27,6 +27,7 @@ mod limits;
 mod listener;
 mod running;
 mod stats;
+mod streams;
 mod tunnel;
 mod websocket;
 mod workers;
