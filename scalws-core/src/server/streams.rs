@@ -109,7 +109,7 @@ mod tests {
         })
         .await;
         assert_eq!(ran.load(Ordering::Relaxed), 0, "waiting on its channel");
-        tx.send(()).unwrap();
+        tx.send(()).expect("the stream still waits");
         std::future::poll_fn(|cx| {
             streams.poll(cx);
             Poll::Ready(())
@@ -127,7 +127,7 @@ mod tests {
         });
         tokio::time::timeout(std::time::Duration::from_secs(5), rx)
             .await
-            .expect("the spawned stream ran")
-            .unwrap();
+            .expect("the spawned stream ran in time")
+            .expect("the spawned stream sent");
     }
 }
