@@ -123,6 +123,10 @@ struct Peeked<D> {
     is_eos: bool,
 }
 
+/// ScalWS: the largest last chunk of a body handed to h2 at once, without
+/// waiting for capacity first: one frame at h2's default `SETTINGS_MAX_FRAME_SIZE`.
+const LAST_CHUNK_SENT_AT_ONCE: usize = 16_384;
+
 impl<S> PipeToSendStream<S>
 where
     S: Body,
@@ -224,6 +228,20 @@ where
                                 return Poll::Ready(Ok(()));
                             }
                             continue;
+                        }
+
+                        // ScalWS: the body's last chunk, small and already in
+                        // hand, goes to h2 at once; h2 claims the window it
+                        // needs (as it does in `send_data` below) and sends
+                        // it when the window allows, without the reserve,
+                        // capacity and send steps below, each a lock of the
+                        // connection's streams. Nothing is left to pin
+                        // capacity for (#4003): there is no next chunk.
+                        if is_eos && len <= LAST_CHUNK_SENT_AT_ONCE {
+                            me.body_tx
+                                .send_data(SendBuf::Buf(chunk), true)
+                                .map_err(crate::Error::new_body_write)?;
+                            return Poll::Ready(Ok(()));
                         }
 
                         // Reserve a minimal claim on the connection-level
