@@ -149,12 +149,12 @@ where
                 activity: activity.clone(),
             });
         let service = acceptor.service.clone();
-        let edge = Edge {
+        let edge = Edge::new(
             conn,
             activity,
-            max_request_body: state.limits.max_request_body,
-            alt_svc: state.alt_svc.clone(),
-        };
+            state.limits.max_request_body,
+            state.alt_svc.clone(),
+        );
         #[cfg(feature = "tls")]
         if let Some(tls) = &current.tls {
             acceptor
@@ -245,7 +245,7 @@ impl Connection {
 
     /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end;
     /// `send_timeout` when `io` is the socket itself.
-    async fn serve<I, S, B>(self, io: I, edge: Edge, service: S, send_timeout: Option<Duration>)
+    async fn serve<I, S, B>(self, io: I, mut edge: Edge, service: S, send_timeout: Option<Duration>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
@@ -258,6 +258,7 @@ impl Connection {
         let watcher = ConnectionWatcher::new(activity.clone(), self.permit, send_timeout);
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
         let io = TokioIo::new(io);
+        edge.seal();
         let edge = Arc::new(edge);
         let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
             let edge = edge.clone();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::FutureExt;
-use http::{HeaderValue, Method, Request, Response, StatusCode, Version, header};
+use http::{Extensions, HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::Either;
 use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
@@ -22,6 +22,12 @@ use crate::{Body, ConnInfo};
 /// Everything one connection's requests share.
 pub(crate) struct Edge {
     pub(crate) conn: ConnInfo,
+    /// What every request's extensions start with: a clone of `conn`, made
+    /// by [`Edge::seal`] once the connection is what it will stay (after a
+    /// TLS handshake), then cloned whole into each request. A clone of a
+    /// one-entry map costs fewer instructions than inserting into the empty
+    /// map a request comes with (hashbrown's first growth).
+    extensions: Extensions,
     pub(crate) activity: Arc<Activity>,
     pub(crate) max_request_body: u64,
     /// Advertises HTTP/3 on HTTPS listeners that have it on the same port.
@@ -125,6 +131,28 @@ impl Drop for InFlight<'_> {
 }
 
 impl Edge {
+    pub(crate) fn new(
+        conn: ConnInfo,
+        activity: Arc<Activity>,
+        max_request_body: u64,
+        alt_svc: Option<HeaderValue>,
+    ) -> Self {
+        Self {
+            conn,
+            extensions: Extensions::new(),
+            activity,
+            max_request_body,
+            alt_svc,
+        }
+    }
+
+    /// Fixes the connection's [`ConnInfo`] as its requests will see it.
+    pub(crate) fn seal(&mut self) {
+        let mut extensions = Extensions::new();
+        extensions.insert(self.conn.clone());
+        self.extensions = extensions;
+    }
+
     /// Answers one request with `service`, a clone of the connection's own:
     /// the service need not be `Sync` (a `tower::util::BoxCloneService` is not).
     pub(crate) async fn handle<S, B>(
@@ -154,15 +182,14 @@ impl Edge {
             return Ok(without_forbidden_body(response, head).0);
         }
 
-        let (mut parts, body) = request.into_parts();
+        let mut request = request.map(|body| Body::incoming(body, self.max_request_body));
         // An HTTP/2 WebSocket (RFC 8441) goes on as an HTTP/1.1 upgrade.
-        let connect = multiplexed && parts.method == Method::CONNECT;
-        if connect && !websocket::from_extended_connect(&mut parts) {
-            let response = reject(StatusCode::NOT_IMPLEMENTED, parts.version);
+        let connect = multiplexed && request.method() == Method::CONNECT;
+        if connect && !websocket::from_extended_connect(&mut request) {
+            let response = reject(StatusCode::NOT_IMPLEMENTED, request.version());
             return Ok(response.map(sending));
         }
-        parts.extensions.insert(self.conn.clone());
-        let request = Request::from_parts(parts, Body::incoming(body, self.max_request_body));
+        request.extensions_mut().extend(self.extensions.clone());
 
         let call = service.oneshot(request);
         let mut response = match AssertUnwindSafe(call).catch_unwind().await {

@@ -13,8 +13,9 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+#[cfg(feature = "http3")]
 use http::request::Parts;
-use http::{HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 
 use super::bodiless::Emptiable;
 
@@ -24,9 +25,15 @@ use super::bodiless::Emptiable;
 /// Implemented.
 #[cold]
 #[inline(never)]
-pub(crate) fn from_extended_connect(parts: &mut Parts) -> bool {
-    match parts.extensions.remove::<hyper::ext::Protocol>() {
-        Some(protocol) => to_upgrade(parts, protocol.as_str()),
+pub(crate) fn from_extended_connect<B>(request: &mut Request<B>) -> bool {
+    match request.extensions_mut().remove::<hyper::ext::Protocol>() {
+        Some(protocol) => {
+            // A standard method: its clone allocates nothing.
+            let mut method = request.method().clone();
+            let upgraded = to_upgrade(&mut method, request.headers_mut(), protocol.as_str());
+            *request.method_mut() = method;
+            upgraded
+        }
         None => true,
     }
 }
@@ -36,18 +43,17 @@ pub(crate) fn from_extended_connect(parts: &mut Parts) -> bool {
 #[cfg(feature = "http3")]
 pub(crate) fn from_h3_extended_connect(parts: &mut Parts) -> bool {
     match parts.extensions.remove::<::h3::ext::Protocol>() {
-        Some(protocol) => to_upgrade(parts, protocol.as_str()),
+        Some(protocol) => to_upgrade(&mut parts.method, &mut parts.headers, protocol.as_str()),
         None => true,
     }
 }
 
 /// The rewrite itself, for a request whose `:protocol` is `protocol`.
-fn to_upgrade(parts: &mut Parts, protocol: &str) -> bool {
+fn to_upgrade(method: &mut Method, headers: &mut HeaderMap, protocol: &str) -> bool {
     if !protocol.eq_ignore_ascii_case("websocket") {
         return false;
     }
-    parts.method = Method::GET;
-    let headers = &mut parts.headers;
+    *method = Method::GET;
     headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     headers.insert(header::SEC_WEBSOCKET_KEY, new_key());
@@ -115,7 +121,7 @@ mod tests {
         assert_eq!(STANDARD.decode(a.as_bytes()).unwrap().len(), 16);
     }
 
-    fn connect(protocol: Option<&'static str>) -> Parts {
+    fn connect(protocol: Option<&'static str>) -> Request<()> {
         let mut request = http::Request::connect("http://a.test/chat")
             .header("sec-websocket-protocol", "chat")
             .body(())
@@ -125,19 +131,20 @@ mod tests {
                 .extensions_mut()
                 .insert(hyper::ext::Protocol::from_static(protocol));
         }
-        request.into_parts().0
+        request
     }
 
     #[test]
     fn an_extended_connect_becomes_an_upgrade_and_its_101_a_200() {
-        let mut parts = connect(Some("websocket"));
-        assert!(from_extended_connect(&mut parts));
-        assert_eq!(parts.method, Method::GET);
-        assert_eq!(parts.headers["connection"], "upgrade");
-        assert_eq!(parts.headers["upgrade"], "websocket");
-        assert_eq!(parts.headers["sec-websocket-version"], "13");
-        assert_eq!(parts.headers["sec-websocket-protocol"], "chat");
-        assert!(parts.headers.contains_key("sec-websocket-key"));
+        let mut request = connect(Some("websocket"));
+        assert!(from_extended_connect(&mut request));
+        assert_eq!(request.method(), Method::GET);
+        assert_eq!(request.headers()["connection"], "upgrade");
+        assert_eq!(request.headers()["upgrade"], "websocket");
+        assert_eq!(request.headers()["sec-websocket-version"], "13");
+        assert_eq!(request.headers()["sec-websocket-protocol"], "chat");
+        assert!(request.headers().contains_key("sec-websocket-key"));
+        assert!(request.extensions().get::<hyper::ext::Protocol>().is_none());
 
         let body =
             || http_body_util::Either::<crate::Body, crate::Body>::Left(crate::Body::from("x"));
@@ -168,7 +175,7 @@ mod tests {
     fn other_connects() {
         let mut plain = connect(None);
         assert!(from_extended_connect(&mut plain));
-        assert_eq!(plain.method, Method::CONNECT);
+        assert_eq!(plain.method(), Method::CONNECT);
         assert!(!from_extended_connect(&mut connect(Some("webtransport"))));
     }
 }
