@@ -27,32 +27,49 @@ fn fixed_hop_by_hop() -> [&'static HeaderName; 8] {
     ]
 }
 
+// Where `fixed_hop_by_hop` has the names that ask for more than their removal.
+const CONNECTION_AT: usize = 0;
+const TE_AT: usize = 3;
+const TRANSFER_ENCODING_AT: usize = 5;
+
 /// Removes hop-by-hop headers, including every header `Connection` names.
 /// `keep_te_trailers` keeps `TE: trailers` (end-to-end meaning for gRPC over HTTP/2).
 /// Returns whether the message had any: when not, nothing was removed.
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool) -> bool {
-    // Most messages carry none of them: one walk over the names instead of a
-    // lookup per hop-by-hop name.
-    if !headers
-        .keys()
-        .any(|name| fixed_hop_by_hop().contains(&name))
-    {
+    // Most messages carry none of them: one walk over the names instead of
+    // a lookup per hop-by-hop name.
+    let fixed = fixed_hop_by_hop();
+    if !headers.keys().any(|name| fixed.contains(&name)) {
         return false;
     }
-    if headers.contains_key(header::CONNECTION) {
+    // A second walk says which are here (a response from an HTTP/1.1
+    // upstream carries `Connection` alone): only those are removed, not all
+    // eight (a removal hashes the name and probes the map; eight of them
+    // were a tenth of a proxied request's instructions).
+    let mut present = 0u8;
+    for name in headers.keys() {
+        if let Some(i) = fixed.iter().position(|hop| *hop == name) {
+            present |= 1 << i;
+        }
+    }
+    let has = |at: usize| present & (1 << at) != 0;
+    if has(CONNECTION_AT) {
         remove_connection_listed(headers);
     }
     // Framed by its chunks: a Content-Length beside Transfer-Encoding is
     // wrong and goes (RFC 9112 6.3); the next hop frames the body itself.
-    if headers.contains_key(header::TRANSFER_ENCODING) {
+    if has(TRANSFER_ENCODING_AT) {
         headers.remove(header::CONTENT_LENGTH);
     }
     let te_trailers = keep_te_trailers
+        && has(TE_AT)
         && headers
             .get(header::TE)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
-    for name in fixed_hop_by_hop() {
-        headers.remove(name);
+    for (i, name) in fixed.into_iter().enumerate() {
+        if present & (1 << i) != 0 {
+            headers.remove(name);
+        }
     }
     if te_trailers {
         headers.insert(header::TE, HeaderValue::from_static("trailers"));
@@ -60,18 +77,23 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_te_trailers: bool)
     true
 }
 
-#[cold]
-#[inline(never)]
+/// Removes the headers `Connection` names. A name is looked up as the text
+/// it is (`HeaderMap` parses a `&str` key on the stack): no `HeaderName`
+/// is made, so an option that names no header (`keep-alive`, `close`) costs
+/// no allocation. A token that is not a valid name matches nothing.
 fn remove_connection_listed(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
+    // The values are shared bytes: cloned, they free the map for removals.
+    let mut values = headers.get_all(header::CONNECTION).iter();
+    let first = values.next().cloned();
+    let more: Vec<HeaderValue> = values.cloned().collect();
+    for value in first.iter().chain(&more) {
+        let Ok(value) = value.to_str() else { continue };
+        for token in value.split(',') {
+            let token = token.trim();
+            if !token.is_empty() {
+                headers.remove(token);
+            }
+        }
     }
 }
 
@@ -208,8 +230,8 @@ mod tests {
     #[test]
     fn hop_by_hop_and_connection_listed_headers_go() {
         let mut headers = map(&[
-            ("connection", "keep-alive, x-secret"),
-            ("connection", "x-other"),
+            ("connection", "keep-alive, X-Secret"),
+            ("connection", "x-other, , not a name, close"),
             ("keep-alive", "timeout=5"),
             ("proxy-connection", "keep-alive"),
             ("te", "gzip"),
@@ -223,6 +245,33 @@ mod tests {
         remove_hop_by_hop(&mut headers, true);
         let names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["x-kept"]);
+    }
+
+    #[test]
+    fn the_fixed_names_are_where_their_indices_say() {
+        let fixed = fixed_hop_by_hop();
+        assert_eq!(fixed[CONNECTION_AT], header::CONNECTION);
+        assert_eq!(fixed[TE_AT], header::TE);
+        assert_eq!(fixed[TRANSFER_ENCODING_AT], header::TRANSFER_ENCODING);
+    }
+
+    #[test]
+    fn only_the_hop_by_hop_headers_present_go() {
+        // An upstream's usual answer: `Connection` alone, naming no header.
+        let mut headers = map(&[
+            ("connection", "keep-alive"),
+            ("content-length", "2"),
+            ("cache-control", "max-age=60"),
+        ]);
+        assert!(remove_hop_by_hop(&mut headers, false));
+        let mut names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["cache-control", "content-length"]);
+        assert!(!remove_hop_by_hop(&mut headers, false), "nothing left to remove");
+        // A name listed by `Connection` goes even when it is a fixed one.
+        let mut listed = map(&[("connection", "Upgrade, TE"), ("te", "trailers")]);
+        assert!(remove_hop_by_hop(&mut listed, true));
+        assert!(listed.is_empty(), "{listed:?}");
     }
 
     #[test]
