@@ -267,7 +267,10 @@ mod tests {
         let mut names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["cache-control", "content-length"]);
-        assert!(!remove_hop_by_hop(&mut headers, false), "nothing left to remove");
+        assert!(
+            !remove_hop_by_hop(&mut headers, false),
+            "nothing left to remove"
+        );
         // A name listed by `Connection` goes even when it is a fixed one.
         let mut listed = map(&[("connection", "Upgrade, TE"), ("te", "trailers")]);
         assert!(remove_hop_by_hop(&mut listed, true));
