@@ -54,6 +54,7 @@ mod request_path;
 mod resolve;
 mod response;
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
@@ -162,30 +163,56 @@ impl StaticFiles {
     /// (unreserved escapes decoded, dot segments removed), other escapes still in it.
     /// A raw path is safe too: nothing here relies on the router's checks.
     pub async fn serve(&self, method: &Method, path: &str, headers: &HeaderMap) -> Response<Body> {
+        match self.from_memory(method, path, headers) {
+            Step::Answered(response) => response,
+            Step::Disk { head, rel, recheck } => {
+                self.from_disk(head, path, &rel, recheck, headers).await
+            }
+        }
+    }
+
+    /// What can be done without the disk: the method and path checks, and a
+    /// fresh cached file's answer. A cache hit needs no future of its own.
+    #[inline]
+    fn from_memory<'a>(&self, method: &Method, path: &'a str, headers: &HeaderMap) -> Step<'a> {
         let head = match *method {
             Method::GET => false,
             Method::HEAD => true,
-            _ => return response::method_not_allowed(),
+            _ => return Step::Answered(response::method_not_allowed()),
         };
         let shared = &*self.shared;
         let Some(rest) = shared.prefix.strip(path) else {
-            return error_response(StatusCode::NOT_FOUND);
+            return Step::Answered(error_response(StatusCode::NOT_FOUND));
         };
         let rel = match request_path::relative(rest, &shared.dotfiles) {
             Ok(rel) => rel,
-            Err(status) => return error_response(status),
+            Err(status) => return Step::Answered(error_response(status)),
         };
-        match shared.cache.lookup(&rel) {
-            Lookup::Fresh(file) => return cached(head, headers, &file),
-            Lookup::Recheck(file) => {
-                if self.unchanged(&rel, &file).await {
-                    return cached(head, headers, &file);
-                }
-                shared.cache.invalidate(&rel);
+        let recheck = match shared.cache.lookup(&rel) {
+            Lookup::Fresh(file) => return Step::Answered(cached(head, headers, &file)),
+            Lookup::Recheck(file) => Some(file),
+            Lookup::Miss => None,
+        };
+        Step::Disk { head, rel, recheck }
+    }
+
+    /// The rest of [`Self::serve`]: a cached file checked against the disk,
+    /// or the file read.
+    async fn from_disk(
+        &self,
+        head: bool,
+        path: &str,
+        rel: &str,
+        recheck: Option<Arc<CachedFile>>,
+        headers: &HeaderMap,
+    ) -> Response<Body> {
+        if let Some(file) = recheck {
+            if self.unchanged(rel, &file).await {
+                return cached(head, headers, &file);
             }
-            Lookup::Miss => {}
+            self.shared.cache.invalidate(rel);
         }
-        self.load(head, path, &rel, headers).await
+        self.load(head, path, rel, headers).await
     }
 
     /// The same files served under `prefix` (stripped from request paths),
@@ -206,14 +233,21 @@ impl StaticFiles {
 
     /// Serves a request the gateway routed, by its normalised path.
     pub(crate) fn serve_routed(&self, parts: Parts) -> ActionFuture {
+        // Normalised again rather than copied out: the gateway already
+        // accepted this path, so this cannot fail.
+        let Ok(path) = normalize_path(parts.uri.path()) else {
+            return ActionFuture::error(StatusCode::BAD_REQUEST);
+        };
+        let (head, rel, recheck) = match self.from_memory(&parts.method, &path, &parts.headers) {
+            Step::Answered(response) => return ActionFuture::ready(response),
+            Step::Disk { head, rel, recheck } => (head, rel.into_owned(), recheck),
+        };
+        let path = path.into_owned();
         let files = self.clone();
         ActionFuture::boxed(async move {
-            // Normalised again rather than copied out: the gateway already
-            // accepted this path, so this cannot fail.
-            match normalize_path(parts.uri.path()) {
-                Ok(path) => files.serve(&parts.method, &path, &parts.headers).await,
-                Err(_) => error_response(StatusCode::BAD_REQUEST),
-            }
+            files
+                .from_disk(head, &path, &rel, recheck, &parts.headers)
+                .await
         })
     }
 
@@ -251,6 +285,17 @@ impl StaticFiles {
             Err(_) => error_response(StatusCode::INTERNAL_SERVER_ERROR),
         }
     }
+}
+
+/// Where [`StaticFiles::from_memory`] left a request.
+enum Step<'a> {
+    Answered(Response<Body>),
+    /// The disk is needed: to recheck a cached file, or to read one.
+    Disk {
+        head: bool,
+        rel: Cow<'a, str>,
+        recheck: Option<Arc<CachedFile>>,
+    },
 }
 
 #[inline]
