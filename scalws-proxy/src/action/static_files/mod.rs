@@ -163,10 +163,11 @@ impl StaticFiles {
     /// (unreserved escapes decoded, dot segments removed), other escapes still in it.
     /// A raw path is safe too: nothing here relies on the router's checks.
     pub async fn serve(&self, method: &Method, path: &str, headers: &HeaderMap) -> Response<Body> {
-        match self.from_memory(method, path, headers) {
+        match self.answer_from_memory(method, path, headers) {
             Step::Answered(response) => response,
             Step::Disk { head, rel, recheck } => {
-                self.from_disk(head, path, &rel, recheck, headers).await
+                self.answer_from_disk(head, path, &rel, recheck, headers)
+                    .await
             }
         }
     }
@@ -174,7 +175,12 @@ impl StaticFiles {
     /// What can be done without the disk: the method and path checks, and a
     /// fresh cached file's answer. A cache hit needs no future of its own.
     #[inline]
-    fn from_memory<'a>(&self, method: &Method, path: &'a str, headers: &HeaderMap) -> Step<'a> {
+    fn answer_from_memory<'a>(
+        &self,
+        method: &Method,
+        path: &'a str,
+        headers: &HeaderMap,
+    ) -> Step<'a> {
         let head = match *method {
             Method::GET => false,
             Method::HEAD => true,
@@ -198,7 +204,7 @@ impl StaticFiles {
 
     /// The rest of [`Self::serve`]: a cached file checked against the disk,
     /// or the file read.
-    async fn from_disk(
+    async fn answer_from_disk(
         &self,
         head: bool,
         path: &str,
@@ -238,15 +244,16 @@ impl StaticFiles {
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return ActionFuture::error(StatusCode::BAD_REQUEST);
         };
-        let (head, rel, recheck) = match self.from_memory(&parts.method, &path, &parts.headers) {
-            Step::Answered(response) => return ActionFuture::ready(response),
-            Step::Disk { head, rel, recheck } => (head, rel.into_owned(), recheck),
-        };
+        let (head, rel, recheck) =
+            match self.answer_from_memory(&parts.method, &path, &parts.headers) {
+                Step::Answered(response) => return ActionFuture::ready(response),
+                Step::Disk { head, rel, recheck } => (head, rel.into_owned(), recheck),
+            };
         let path = path.into_owned();
         let files = self.clone();
         ActionFuture::boxed(async move {
             files
-                .from_disk(head, &path, &rel, recheck, &parts.headers)
+                .answer_from_disk(head, &path, &rel, recheck, &parts.headers)
                 .await
         })
     }
@@ -287,7 +294,7 @@ impl StaticFiles {
     }
 }
 
-/// Where [`StaticFiles::from_memory`] left a request.
+/// Where [`StaticFiles::answer_from_memory`] left a request.
 enum Step<'a> {
     Answered(Response<Body>),
     /// The disk is needed: to recheck a cached file, or to read one.
