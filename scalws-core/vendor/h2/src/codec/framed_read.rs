@@ -161,7 +161,7 @@ impl FrameDecoder {
 ///
 /// This function is intentionally de-generified and outlined because it is very large.
 fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Option<Frame>, Error> {
-    let span = tracing::trace_span!("FramedRead::decode_frame", offset = bytes.len());
+    let span = hot_span!("FramedRead::decode_frame", offset = bytes.len());
     let _e = span.enter();
 
     tracing::trace!("decoding frame from {}B", bytes.len());
@@ -429,7 +429,7 @@ where
     type Item = Result<Frame, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let span = tracing::trace_span!("FramedRead::poll_next");
+        let span = hot_span!("FramedRead::poll_next");
         let _e = span.enter();
         // ScalWS: a connection that gave its read buffer back takes one
         // before it reads (tokio-util would otherwise grow an empty buffer

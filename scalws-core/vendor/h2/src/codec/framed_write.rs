@@ -139,7 +139,7 @@ where
 
     /// Flush buffered data to the wire
     pub fn flush(&mut self, cx: &mut Context) -> Poll<io::Result<()>> {
-        let span = tracing::trace_span!("FramedWrite::flush");
+        let span = hot_span!("FramedWrite::flush");
         let _e = span.enter();
 
         loop {
@@ -232,7 +232,7 @@ where
             *self.buf.get_mut() = spare::take_write(DEFAULT_BUFFER_CAPACITY);
             self.buf.set_position(0);
         }
-        let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
+        let span = hot_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
 
         tracing::debug!(frame = ?item, "send");

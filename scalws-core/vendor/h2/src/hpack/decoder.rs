@@ -199,7 +199,7 @@ impl Decoder {
             self.last_max_update = size;
         }
 
-        let span = tracing::trace_span!("hpack::decode");
+        let span = hot_span!("hpack::decode");
         let _e = span.enter();
 
         tracing::trace!("decode");

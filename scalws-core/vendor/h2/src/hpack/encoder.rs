@@ -102,7 +102,7 @@ impl Encoder {
     where
         I: IntoIterator<Item = Header<Option<HeaderName>>>,
     {
-        let span = tracing::trace_span!("hpack::encode");
+        let span = hot_span!("hpack::encode");
         let _e = span.enter();
 
         self.encode_size_updates(dst);

@@ -217,7 +217,7 @@ where
     /// processing of received frames.
     fn poll_ready(&mut self, cx: &mut Context) -> Poll<Result<(), Error>> {
         let _e = self.inner.span.enter();
-        let span = tracing::trace_span!("poll_ready");
+        let span = hot_span!("poll_ready");
         let _e = span.enter();
         // The order of these calls don't really matter too much
         ready!(self.inner.ping_pong.send_pending_pong(cx, &mut self.codec))?;
@@ -306,7 +306,7 @@ where
         // The clone is just an atomic ref bump.
         let span = self.inner.span.clone();
         let _e = span.enter();
-        let span = tracing::trace_span!("poll");
+        let span = hot_span!("poll");
         let _e = span.enter();
 
         loop {

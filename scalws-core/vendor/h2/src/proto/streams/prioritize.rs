@@ -116,7 +116,7 @@ impl Prioritize {
         stream: &mut store::Ptr,
         task: &mut Option<Waker>,
     ) {
-        let span = tracing::trace_span!("Prioritize::queue_frame", ?stream.id);
+        let span = hot_span!("Prioritize::queue_frame", ?stream.id);
         let _e = span.enter();
         // Queue the frame in the buffer
         stream.pending_send.push_back(buffer, frame);
@@ -173,7 +173,7 @@ impl Prioritize {
         stream.buffered_send_data += sz as usize;
 
         let span =
-            tracing::trace_span!("send_data", sz, requested = stream.requested_send_capacity);
+            hot_span!("send_data", sz, requested = stream.requested_send_capacity);
         let _e = span.enter();
         tracing::trace!(buffered = stream.buffered_send_data);
 
@@ -228,7 +228,7 @@ impl Prioritize {
         stream: &mut store::Ptr,
         counts: &mut Counts,
     ) {
-        let span = tracing::trace_span!(
+        let span = hot_span!(
             "reserve_capacity",
             ?stream.id,
             requested = capacity,
@@ -288,7 +288,7 @@ impl Prioritize {
         inc: WindowSize,
         stream: &mut store::Ptr,
     ) -> Result<(), Reason> {
-        let span = tracing::trace_span!(
+        let span = hot_span!(
             "recv_stream_window_update",
             ?stream.id,
             ?stream.state,
@@ -358,7 +358,7 @@ impl Prioritize {
     }
 
     pub fn clear_pending_capacity(&mut self, store: &mut Store, counts: &mut Counts) {
-        let span = tracing::trace_span!("clear_pending_capacity");
+        let span = hot_span!("clear_pending_capacity");
         let _e = span.enter();
         while let Some(stream) = self.pending_capacity.pop(store) {
             counts.transition(stream, |_, stream| {
@@ -375,7 +375,7 @@ impl Prioritize {
     ) where
         R: Resolve,
     {
-        let span = tracing::trace_span!("assign_connection_capacity", inc);
+        let span = hot_span!("assign_connection_capacity", inc);
         let _e = span.enter();
 
         // TODO: proper error handling
@@ -427,7 +427,7 @@ impl Prioritize {
             // Can't assign more than what is available
             stream.send_flow.window_size() - stream.send_flow.available().as_size(),
         );
-        let span = tracing::trace_span!("try_assign_capacity", ?stream.id);
+        let span = hot_span!("try_assign_capacity", ?stream.id);
         let _e = span.enter();
         tracing::trace!(
             requested = total_requested,
@@ -585,7 +585,7 @@ impl Prioritize {
     where
         B: Buf,
     {
-        let span = tracing::trace_span!("try_reclaim_frame");
+        let span = hot_span!("try_reclaim_frame");
         let _e = span.enter();
 
         // First check if there are any data chunks to take back
@@ -665,7 +665,7 @@ impl Prioritize {
     }
 
     pub fn clear_queue<B>(&mut self, buffer: &mut Buffer<Frame<B>>, stream: &mut store::Ptr) {
-        let span = tracing::trace_span!("clear_queue", ?stream.id);
+        let span = hot_span!("clear_queue", ?stream.id);
         let _e = span.enter();
 
         // TODO: make this more efficient?
@@ -710,12 +710,12 @@ impl Prioritize {
     where
         B: Buf,
     {
-        let span = tracing::trace_span!("pop_frame");
+        let span = hot_span!("pop_frame");
         let _e = span.enter();
 
         loop {
             let mut stream = self.pending_send.pop(store)?;
-            let span = tracing::trace_span!("popped", ?stream.id, ?stream.state);
+            let span = hot_span!("popped", ?stream.id, ?stream.state);
             let _e = span.enter();
 
             // It's possible that this stream, besides having data to send,
@@ -802,7 +802,7 @@ impl Prioritize {
                     tracing::trace!(len, "sending data frame");
 
                     // Update the flow control
-                    tracing::trace_span!("updating stream flow").in_scope(|| {
+                    hot_span!("updating stream flow").in_scope(|| {
                         stream.send_data(len, self.max_buffer_size);
 
                         // Assign the capacity back to the connection that
@@ -814,7 +814,7 @@ impl Prioritize {
                     });
 
                     let (eos, len) =
-                        tracing::trace_span!("updating connection flow").in_scope(|| {
+                        hot_span!("updating connection flow").in_scope(|| {
                             // TODO: proper error handling
                             let _res = self.flow.send_data(len);
                             debug_assert!(_res.is_ok());
