@@ -100,18 +100,37 @@ macro_rules! proto_err {
 
 // ScalWS: a trace-level span on a path taken for every frame or request,
 // made only while trace-level events are on (`tracing::level_enabled!`, one
-// atomic load). Otherwise `Span::none()`: tracing's `log` feature (turned on
+// atomic load). Otherwise no span at all: tracing's `log` feature (turned on
 // by other crates of a build) makes a disabled span check `log`'s level at
 // its creation, each enter and exit and its drop, about 60 instructions a
-// span on every HTTP/2 request.
+// span on every HTTP/2 request, and even `Span::none()` costs a call to
+// create, enter, exit and drop; an empty `HotSpan` costs one test.
 macro_rules! hot_span {
     ($($arg:tt)+) => {
-        if tracing::level_enabled!(tracing::Level::TRACE) {
-            tracing::trace_span!($($arg)+)
+        crate::HotSpan(if tracing::level_enabled!(tracing::Level::TRACE) {
+            Some(tracing::trace_span!($($arg)+))
         } else {
-            tracing::Span::none()
-        }
+            None
+        })
     };
+}
+
+/// A span made by `hot_span!`: `None` while trace-level events are off.
+pub(crate) struct HotSpan(pub(crate) Option<tracing::Span>);
+
+impl HotSpan {
+    /// Enters the span, if there is one; the guard leaves it when dropped.
+    #[inline(always)]
+    pub(crate) fn enter(&self) -> Option<tracing::span::Entered<'_>> {
+        self.0.as_ref().map(tracing::Span::enter)
+    }
+
+    /// Runs `f` inside the span, if there is one.
+    #[inline(always)]
+    pub(crate) fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _e = self.enter();
+        f()
+    }
 }
 
 macro_rules! ready {
