@@ -79,9 +79,12 @@ pub const HEADER_LEN: usize = 9;
 #[derive(Eq, PartialEq)]
 pub enum Frame<T = Bytes> {
     Data(Data<T>),
-    Headers(Headers),
+    // ScalWS: the two header-block frames boxed (see PATCHED.md): unboxed,
+    // their header maps and pseudo-headers made every frame about 300
+    // bytes, copied each time one is queued, moved or matched.
+    Headers(Box<Headers>),
     Priority(Priority),
-    PushPromise(PushPromise),
+    PushPromise(Box<PushPromise>),
     Settings(Settings),
     Ping(Ping),
     GoAway(GoAway),
@@ -98,9 +101,9 @@ impl<T> Frame<T> {
 
         match self {
             Data(frame) => frame.map(f).into(),
-            Headers(frame) => frame.into(),
+            Headers(frame) => Headers(frame),
             Priority(frame) => frame.into(),
-            PushPromise(frame) => frame.into(),
+            PushPromise(frame) => PushPromise(frame),
             Settings(frame) => frame.into(),
             Ping(frame) => frame.into(),
             GoAway(frame) => frame.into(),
