@@ -161,6 +161,11 @@ impl<T> HostTable<T> {
     #[cold]
     #[inline(never)]
     fn get_wildcard(&self, host: &str) -> Option<&T> {
+        // No wildcard domains (a table of exact names and `*`, or `*` alone):
+        // no suffix to look up.
+        if self.one_label.is_empty() && self.any_labels.is_empty() {
+            return self.catch_all.as_ref();
+        }
         // Suffixes of `host` after each dot, longest first.
         let mut suffixes = host.match_indices('.').map(|(i, _)| &host[i + 1..]);
         if let Some(first) = suffixes.next() {
@@ -289,6 +294,13 @@ mod tests {
         let t = table(&["example.com", "*.example.com"]);
         assert_eq!(t.get("example.net"), None);
         assert_eq!(t.get("localhost"), None);
+
+        // No wildcard domains: exact names, then `*` or nothing.
+        let t = table(&["example.com", "*"]);
+        assert_eq!(t.get("example.com"), Some(&"example.com"));
+        assert_eq!(t.get("a.example.com"), Some(&"*"));
+        let t = table(&["example.com"]);
+        assert_eq!(t.get("a.example.com"), None);
     }
 
     #[test]
