@@ -8,17 +8,12 @@ use http_body_util::Either;
 
 use crate::Body;
 
-/// The response as it may be sent, and whether its body is to be sent:
-/// `false` for a HEAD request and for 1xx, 204 and 304, whose body is then
-/// replaced by an empty one. A 1xx or 204 loses its `Content-Length`; a
-/// HEAD answer keeps the length a GET would have had, set from the body's
-/// exact size when the response has none.
 /// A response body that can give way to an empty one of its own type.
-pub(crate) trait Emptiable: Sized {
+pub(crate) trait Emptiable {
     /// The body's exact length, if known.
     fn exact_size(&self) -> Option<u64>;
-    /// An empty body of the same type.
-    fn emptied(self) -> Self;
+    /// Replaces the body with an empty one of the same type.
+    fn empty(&mut self);
 }
 
 impl<B: http_body::Body> Emptiable for Either<B, Body> {
@@ -29,39 +24,53 @@ impl<B: http_body::Body> Emptiable for Either<B, Body> {
         }
     }
 
-    fn emptied(self) -> Self {
-        Either::Right(Body::empty())
+    fn empty(&mut self) {
+        *self = Either::Right(Body::empty());
     }
 }
 
+/// The response as it may be sent, and whether its body is to be sent:
+/// `false` for a HEAD request and for 1xx, 204 and 304, whose body is then
+/// replaced by an empty one. A 1xx or 204 loses its `Content-Length`; a
+/// HEAD answer keeps the length a GET would have had, set from the body's
+/// exact size when the response has none.
 #[inline]
 pub(crate) fn without_forbidden_body<B: Emptiable>(
-    response: Response<B>,
+    mut response: Response<B>,
     head: bool,
 ) -> (Response<B>, bool) {
+    let with_body = forbid_body(&mut response, head);
+    (response, with_body)
+}
+
+/// [`without_forbidden_body`] in place: the response is not moved (it is a
+/// large value), and whether its body is to be sent is returned.
+#[inline]
+pub(crate) fn forbid_body<B: Emptiable>(response: &mut Response<B>, head: bool) -> bool {
     let status = response.status();
     let bodiless_status = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
     if !head && !bodiless_status {
-        return (response, true);
+        return true;
     }
-    (strip_body(response, head && !bodiless_status), false)
+    strip_body(response, head && !bodiless_status);
+    false
 }
 
 #[cold]
 #[inline(never)]
-fn strip_body<B: Emptiable>(response: Response<B>, keep_length: bool) -> Response<B> {
-    let (mut parts, body) = response.into_parts();
-    if parts.status == StatusCode::NO_CONTENT || parts.status.is_informational() {
-        parts.headers.remove(header::CONTENT_LENGTH);
+fn strip_body<B: Emptiable>(response: &mut Response<B>, keep_length: bool) {
+    let status = response.status();
+    if status == StatusCode::NO_CONTENT || status.is_informational() {
+        response.headers_mut().remove(header::CONTENT_LENGTH);
     } else if keep_length
-        && !parts.headers.contains_key(header::CONTENT_LENGTH)
-        && let Some(length) = body.exact_size()
+        && !response.headers().contains_key(header::CONTENT_LENGTH)
+        && let Some(length) = response.body().exact_size()
     {
-        parts
-            .headers
+        response
+            .headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     }
-    Response::from_parts(parts, body.emptied())
+    response.body_mut().empty();
 }

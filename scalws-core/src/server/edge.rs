@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
 
 use super::activity::{Activity, SendClock};
-use super::bodiless::{Emptiable, without_forbidden_body};
+use super::bodiless::{Emptiable, forbid_body, without_forbidden_body};
 use super::websocket;
 use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
@@ -84,11 +84,8 @@ impl<B: Emptiable> Emptiable for Sending<B> {
         self.body.exact_size()
     }
 
-    fn emptied(self) -> Self {
-        Sending {
-            body: self.body.emptied(),
-            ..self
-        }
+    fn empty(&mut self) {
+        self.body.empty();
     }
 }
 
@@ -206,7 +203,8 @@ impl Edge {
         if connect {
             response = websocket::to_extended_connect(response);
         }
-        Ok(without_forbidden_body(response, head).0)
+        forbid_body(&mut response, head);
+        Ok(response)
     }
 }
 

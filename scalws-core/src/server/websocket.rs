@@ -92,7 +92,9 @@ pub(crate) fn to_extended_connect<B: Emptiable>(response: Response<B>) -> Respon
     tracing::debug!(%status, "an extended CONNECT was answered without a switch; 502");
     parts.status = StatusCode::BAD_GATEWAY;
     parts.headers.clear();
-    Response::from_parts(parts, body.emptied())
+    let mut response = Response::from_parts(parts, body);
+    response.body_mut().empty();
+    response
 }
 
 /// Sixteen unpredictable bytes, base64 (RFC 6455 4.1): a nonce, not a
