@@ -29,22 +29,12 @@ impl<B: http_body::Body> Emptiable for Either<B, Body> {
     }
 }
 
-/// The response as it may be sent, and whether its body is to be sent:
-/// `false` for a HEAD request and for 1xx, 204 and 304, whose body is then
-/// replaced by an empty one. A 1xx or 204 loses its `Content-Length`; a
-/// HEAD answer keeps the length a GET would have had, set from the body's
-/// exact size when the response has none.
-#[inline]
-pub(crate) fn without_forbidden_body<B: Emptiable>(
-    mut response: Response<B>,
-    head: bool,
-) -> (Response<B>, bool) {
-    let with_body = forbid_body(&mut response, head);
-    (response, with_body)
-}
-
-/// [`without_forbidden_body`] in place: the response is not moved (it is a
-/// large value), and whether its body is to be sent is returned.
+/// Makes the response what may be sent, in place (it is a large value to
+/// move), and returns whether its body is to be sent: `false` for a HEAD
+/// request and for 1xx, 204 and 304, whose body is then replaced by an
+/// empty one. A 1xx or 204 loses its `Content-Length`; a HEAD answer keeps
+/// the length a GET would have had, set from the body's exact size when the
+/// response has none.
 #[inline]
 pub(crate) fn forbid_body<B: Emptiable>(response: &mut Response<B>, head: bool) -> bool {
     let status = response.status();

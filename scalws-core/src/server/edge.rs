@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 use tower::{Service, ServiceExt};
 
 use super::activity::{Activity, SendClock};
-use super::bodiless::{Emptiable, forbid_body, without_forbidden_body};
+use super::bodiless::{Emptiable, forbid_body};
 use super::websocket;
 use crate::error::{BoxError, error_response, status_for};
 use crate::{Body, ConnInfo};
@@ -175,8 +175,10 @@ impl Edge {
 
         let head = request.method() == Method::HEAD;
         if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
-            let response = reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()).map(sending);
-            return Ok(without_forbidden_body(response, head).0);
+            let mut response =
+                reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()).map(sending);
+            forbid_body(&mut response, head);
+            return Ok(response);
         }
 
         let mut request = request.map(|body| Body::incoming(body, self.max_request_body));

@@ -75,7 +75,7 @@ pub(crate) fn to_extended_connect<B: Emptiable>(response: Response<B>) -> Respon
     if status != StatusCode::SWITCHING_PROTOCOLS && !status.is_success() {
         return response;
     }
-    let (mut parts, body) = response.into_parts();
+    let (mut parts, mut body) = response.into_parts();
     for name in [
         header::SEC_WEBSOCKET_ACCEPT,
         header::UPGRADE,
@@ -92,9 +92,8 @@ pub(crate) fn to_extended_connect<B: Emptiable>(response: Response<B>) -> Respon
     tracing::debug!(%status, "an extended CONNECT was answered without a switch; 502");
     parts.status = StatusCode::BAD_GATEWAY;
     parts.headers.clear();
-    let mut response = Response::from_parts(parts, body);
-    response.body_mut().empty();
-    response
+    body.empty();
+    Response::from_parts(parts, body)
 }
 
 /// Sixteen unpredictable bytes, base64 (RFC 6455 4.1): a nonce, not a

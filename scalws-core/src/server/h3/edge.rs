@@ -16,7 +16,7 @@ use tower::{Service, ServiceExt};
 use super::body::{RecvHalf, RequestBody};
 use super::response::ResponseStream;
 use crate::error::{BoxError, error_response};
-use crate::server::bodiless::without_forbidden_body;
+use crate::server::bodiless::forbid_body;
 use crate::server::edge::{declared_length, failed, panicked};
 use crate::server::limits::Limits;
 use crate::server::tunnel::{ClientUpgrade, UpstreamSlot};
@@ -70,8 +70,8 @@ impl Edge {
             return self.connect(service, request, recv, response_stream).await;
         }
         let is_head = request.method() == Method::HEAD;
-        let response = self.respond(service, request, Some(recv)).await;
-        let (response, with_body) = without_forbidden_body(response, is_head);
+        let mut response = self.respond(service, request, Some(recv)).await;
+        let with_body = forbid_body(&mut response, is_head);
         if let Err(error) = response_stream.send(response, with_body).await {
             tracing::debug!(%error, "HTTP/3 response not sent whole");
         }
@@ -98,7 +98,7 @@ impl Edge {
     {
         let (mut parts, ()) = request.into_parts();
         let extended = parts.extensions.get::<::h3::ext::Protocol>().is_some();
-        let response =
+        let mut response =
             if extended && (parts.uri.scheme().is_none() || parts.uri.path_and_query().is_none()) {
                 reject(StatusCode::BAD_REQUEST)
             } else if !websocket::from_h3_extended_connect(&mut parts) {
@@ -118,7 +118,7 @@ impl Edge {
                     Err(response) => response,
                 }
             };
-        let (response, with_body) = without_forbidden_body(response, false);
+        let with_body = forbid_body(&mut response, false);
         if let Err(error) = stream.send(response, with_body).await {
             tracing::debug!(%error, "HTTP/3 response not sent whole");
         }
