@@ -3,6 +3,7 @@
 //! hyper-util's pooled client (HTTP/2 multiplexing, ALPN). Both keep
 //! connections alive and bound the response head.
 
+use futures_util::future::Either;
 use http::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -26,15 +27,24 @@ pub(crate) enum UpstreamClient {
 impl UpstreamClient {
     /// Sends `request` and returns the response once its head arrived (the
     /// body streams). For `http1` the URI must be origin-form and Host set.
+    /// The future is the chosen client's own, not an async function around
+    /// it: that would be one more copy of the request per request.
     #[inline]
-    pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+    pub(crate) fn request(
+        &self,
+        request: Request<Body>,
+    ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         match self {
-            Self::Http1(client) => client.request(request).await,
-            Self::Pooled(client) => match client.request(request).await {
-                Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
-                Err(error) => Err(error.into()),
-            },
+            Self::Http1(client) => Either::Left(client.request(request)),
+            Self::Pooled(client) => Either::Right(pooled(client, request)),
         }
+    }
+}
+
+async fn pooled(client: &PooledClient, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+    match client.request(request).await {
+        Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
+        Err(error) => Err(error.into()),
     }
 }
 

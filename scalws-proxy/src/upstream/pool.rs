@@ -194,7 +194,7 @@ impl UpstreamPool {
     /// or HTTP/2 for `http2`; ALPN decides for `https`).
     pub async fn send(
         &self,
-        request: Request<Body>,
+        mut request: Request<Body>,
     ) -> Result<(Response<Body>, SocketAddr), UpstreamError> {
         let inner = &*self.inner;
         let deadline = tokio::time::Instant::now() + inner.request_timeout;
@@ -208,7 +208,6 @@ impl UpstreamPool {
             None
         };
         let mut index = inner.select(key, &[]);
-        let mut request = request;
         // Allocated only when a retry happens.
         let mut tried: Vec<usize> = Vec::new();
         loop {

@@ -77,7 +77,8 @@ impl Service<Request<Body>> for Forward {
     }
 
     fn call(&mut self, request: Request<Body>) -> ActionFuture {
-        ActionFuture::boxed_in_place(|| self.clone().owned(request))
+        let (parts, body) = request.into_parts();
+        ActionFuture::boxed_in_place(|| self.clone().owned(parts, body))
     }
 }
 
@@ -202,32 +203,29 @@ impl Proxy {
     /// Forwards one request (through the cache, if any) and returns the
     /// upstream's or the cache's response, or an error response.
     pub(crate) fn call_parts(&self, parts: Parts, body: Body) -> ActionFuture {
-        let request = Request::from_parts(parts, body);
         #[cfg(feature = "cache")]
         if let Some(cached) = &self.cache.cached {
-            return ActionFuture::oneshot(cached.clone(), request);
+            return ActionFuture::oneshot(cached.clone(), Request::from_parts(parts, body));
         }
         let forward = self.forward.clone();
-        ActionFuture::boxed_in_place(|| forward.owned(request))
+        ActionFuture::boxed_in_place(|| forward.owned(parts, body))
     }
 }
 
 impl Forward {
-    /// Forwards one request (the steps in the module docs).
-    async fn forward(&self, request: Request<Body>) -> Response<Body> {
-        forward(&self.pool, self.upstream.as_ref(), request).await
-    }
-
-    /// [`Forward::forward`] as a future that owns its `Forward`. Not
-    /// inlined: its 4 KiB state is then written through the pointer its
-    /// caller passes, which `ActionFuture::boxed_in_place` makes the box.
+    /// Forwards one request (the steps in the module docs) as a future that
+    /// owns its `Forward`. Not inlined: its 4 KiB state is then written
+    /// through the pointer its caller passes, which
+    /// `ActionFuture::boxed_in_place` makes the box. The head and body come
+    /// apart and go straight into [`forward`]'s state: each layer of async
+    /// function between them would copy the request once more.
     #[inline(never)]
     #[allow(
         clippy::manual_async_fn,
         reason = "spelled out so that `inline(never)` is plainly on the constructor, whose 4 KiB result goes into the box"
     )]
-    fn owned(self, request: Request<Body>) -> impl Future<Output = Response<Body>> + Send {
-        async move { self.forward(request).await }
+    fn owned(self, parts: Parts, body: Body) -> impl Future<Output = Response<Body>> + Send {
+        async move { forward(&self.pool, self.upstream.as_ref(), parts, body).await }
     }
 }
 
@@ -235,9 +233,9 @@ impl Forward {
 async fn forward(
     pool: &UpstreamPool,
     layered: Option<&UpstreamService>,
-    request: Request<Body>,
+    mut parts: Parts,
+    body: Body,
 ) -> Response<Body> {
-    let (mut parts, body) = request.into_parts();
     let conn = parts.extensions.get::<ConnInfo>();
     let peer = conn.map(|c| c.peer_ip_header().clone());
     let scheme = conn.map_or("http", |c| c.scheme().as_str());
