@@ -18,27 +18,38 @@ pub struct InvalidHost;
 /// literal in brackets holds hex digits, `:` and `.`), an empty label (`a..b`), or a
 /// port that is not all digits.
 pub fn normalize_host(raw: &str) -> Result<Cow<'_, str>, InvalidHost> {
-    let (host, port) = split_port(raw)?;
-    if !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(InvalidHost);
-    }
-    if host.starts_with('[') {
+    if raw.starts_with('[') {
+        let (host, port) = split_bracketed(raw)?;
+        check_port(port)?;
         return ipv6_literal(host);
     }
-    let host = host.strip_suffix('.').unwrap_or(host);
+    // One pass over the name up to the port's `:`, checking its bytes and
+    // labels as it goes.
+    let bytes = raw.as_bytes();
+    let mut end = bytes.len();
     let mut upper = false;
     let mut label_start = true;
-    for b in host.bytes() {
+    for (at, &b) in bytes.iter().enumerate() {
         match b {
             b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => label_start = false,
             b'A'..=b'Z' => (upper, label_start) = (true, false),
             b'.' if !label_start => label_start = true,
+            b':' => {
+                check_port(&raw[at + 1..])?;
+                end = at;
+                break;
+            }
             _ => return Err(InvalidHost),
         }
     }
-    // `label_start` still set: empty host, or a name ending in an empty label (`a..`).
+    let mut host = &raw[..end];
+    // `label_start` still set: an empty host, or one ending in a dot, which
+    // goes (one: `a..` was refused above, as the dot after a dot).
     if label_start {
-        return Err(InvalidHost);
+        host = match host.strip_suffix('.') {
+            Some(name) if !name.is_empty() => name,
+            _ => return Err(InvalidHost),
+        };
     }
     if upper {
         return Ok(Cow::Owned(lowercase(host)));
@@ -46,23 +57,27 @@ pub fn normalize_host(raw: &str) -> Result<Cow<'_, str>, InvalidHost> {
     Ok(Cow::Borrowed(host))
 }
 
-/// Splits `host[:port]` and `[v6][:port]`; the port is `""` when absent.
+/// A port is digits, or nothing (`host:`).
 #[inline]
-fn split_port(raw: &str) -> Result<(&str, &str), InvalidHost> {
-    if raw.starts_with('[') {
-        let end = raw.find(']').ok_or(InvalidHost)? + 1;
-        let (host, rest) = raw.split_at(end);
-        return match rest.strip_prefix(':') {
-            Some(port) => Ok((host, port)),
-            None if rest.is_empty() => Ok((host, "")),
-            None => Err(InvalidHost),
-        };
+fn check_port(port: &str) -> Result<(), InvalidHost> {
+    if port.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(())
+    } else {
+        Err(InvalidHost)
     }
-    // A byte search: `split_once(':')` goes through the general pattern machinery.
-    Ok(match raw.bytes().position(|b| b == b':') {
-        Some(colon) => (&raw[..colon], &raw[colon + 1..]),
-        None => (raw, ""),
-    })
+}
+
+/// Splits `[v6][:port]`; the port is `""` when absent.
+#[cold]
+#[inline(never)]
+fn split_bracketed(raw: &str) -> Result<(&str, &str), InvalidHost> {
+    let end = raw.find(']').ok_or(InvalidHost)? + 1;
+    let (host, rest) = raw.split_at(end);
+    match rest.strip_prefix(':') {
+        Some(port) => Ok((host, port)),
+        None if rest.is_empty() => Ok((host, "")),
+        None => Err(InvalidHost),
+    }
 }
 
 #[cold]
@@ -103,6 +118,10 @@ mod tests {
         assert_eq!(norm("127.0.0.1:80").unwrap(), "127.0.0.1");
         assert_eq!(norm("my_host-1").unwrap(), "my_host-1");
         assert_eq!(norm("example.com:").unwrap(), "example.com");
+        assert_eq!(norm("a.").unwrap(), "a");
+        assert_eq!(norm("A.:1").unwrap(), "a");
+        assert_eq!(norm("localhost:").unwrap(), "localhost");
+        assert_eq!(norm("a.:").unwrap(), "a");
     }
 
     #[test]
@@ -136,6 +155,8 @@ mod tests {
             ".example.com",
             "a..b",
             "example.com..",
+            "..:80",
+            "host.:8.0",
             "host:abc",
             "host:80:80",
             "host:-1",
