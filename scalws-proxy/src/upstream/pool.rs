@@ -192,6 +192,12 @@ impl UpstreamPool {
     /// and `https` send the Host header as the authority (HTTP/2's
     /// `:authority`). Its version is set to what the pool speaks (HTTP/1.1,
     /// or HTTP/2 for `http2`; ALPN decides for `https`).
+    ///
+    /// The response's head is the upstream's, but for one field: from an
+    /// `http1` upstream, a `Connection` that says only `keep-alive` or
+    /// `close` is about the pool's connection, which the pool keeps or
+    /// closes, and is not among the response's headers. Any other
+    /// `Connection` is there as sent.
     pub async fn send(
         &self,
         mut request: Request<Body>,

@@ -138,8 +138,20 @@ impl Exchange {
                 } else if name == header::TRANSFER_ENCODING {
                     coded = true;
                     chunked = ends_in_chunked(value.as_bytes());
-                } else if name == header::CONNECTION && has_token(value.as_bytes(), b"close") {
-                    keep_alive = false;
+                } else if name == header::CONNECTION {
+                    let options = value.as_bytes();
+                    if has_token(options, b"close") {
+                        keep_alive = false;
+                    }
+                    // The usual `Connection: keep-alive` (or `close`) is about
+                    // this connection alone, which the client keeps or
+                    // drops: not one of the answer's fields. One that lists
+                    // more stays, for the proxy to remove what it names.
+                    if options.eq_ignore_ascii_case(b"keep-alive")
+                        || options.eq_ignore_ascii_case(b"close")
+                    {
+                        continue;
+                    }
                 }
                 headers.append(name, value);
             }

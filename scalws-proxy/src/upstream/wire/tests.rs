@@ -404,6 +404,36 @@ async fn the_response_head_keeps_its_fields_and_drops_a_length_beside_chunks() {
     );
 }
 
+/// `Connection: keep-alive` or `close` alone is the connection's business,
+/// not the answer's field; a `Connection` that lists more is kept whole.
+#[tokio::test]
+async fn a_lone_keep_alive_or_close_is_not_among_the_fields() {
+    for (connection, kept, reusable) in [
+        ("keep-alive", false, true),
+        ("Keep-Alive", false, true),
+        ("close", false, false),
+        ("keep-alive, X-Hop", true, true),
+        ("close, X-Hop", true, false),
+        ("upgrade", true, true),
+    ] {
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nConnection: {connection}\r\nX-Hop: 1\r\nContent-Length: 2\r\n\r\nok"
+        );
+        let answer: &'static [u8] = Box::leak(answer.into_bytes().into_boxed_slice());
+        let (wire, _server) = upstream("\r\n\r\n", answer, false).await;
+        let answer = exchange(wire, get("/")).await.unwrap();
+        let headers = answer.response.headers();
+        assert_eq!(
+            headers.get("connection").map(|v| v.to_str().unwrap()),
+            kept.then_some(connection),
+            "{connection}"
+        );
+        assert_eq!(headers["x-hop"], "1", "{connection}");
+        assert_eq!(answer.body, b"ok", "{connection}");
+        assert_eq!(answer.reusable, reusable, "{connection}");
+    }
+}
+
 #[tokio::test]
 async fn bad_responses_are_refused_with_their_reason() {
     let long_head: &'static [u8] = {
