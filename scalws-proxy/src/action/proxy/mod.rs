@@ -283,7 +283,10 @@ async fn forward(
             .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         parts.headers.insert(header::UPGRADE, protocol.clone());
     }
-    if let Some(path) = parts.uri.path_and_query() {
+    // An HTTP/1.1 client's origin-form target is already the path and query.
+    if (parts.uri.scheme().is_some() || parts.uri.authority().is_some())
+        && let Some(path) = parts.uri.path_and_query()
+    {
         parts.uri = http::Uri::from(path.clone());
     }
     parts.version = Version::HTTP_11;
