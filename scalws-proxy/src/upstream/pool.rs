@@ -14,7 +14,7 @@ use tokio::task::AbortHandle;
 use super::balance::Balancer;
 use super::client;
 use super::connector::Connector;
-use super::endpoint::{Endpoint, EndpointStats, PassivePolicy};
+use super::endpoint::{Endpoint, EndpointStats, InFlight, PassivePolicy};
 use super::error::{InvalidUpstream, UpstreamError};
 use super::health::Checker;
 use super::options::{Protocol, UpstreamOptions};
@@ -217,7 +217,15 @@ impl UpstreamPool {
         // Allocated only when a retry happens.
         let mut tried: Vec<usize> = Vec::new();
         loop {
-            let (failure, head) = match inner.attempt(index, request, deadline).await {
+            let settled = match inner.prepare(index, &mut request) {
+                Ok(attempt) => {
+                    let client = inner.endpoints[index].client();
+                    let outcome = tokio::time::timeout_at(deadline, client.request(request)).await;
+                    inner.settle(index, attempt, outcome)
+                }
+                Err(failed) => Err(failed),
+            };
+            let (failure, head) = match settled {
                 Ok(response) => return Ok((response, inner.endpoints[index].address())),
                 Err(failed) => *failed,
             };
@@ -351,16 +359,17 @@ impl Inner {
             .map_or(0, |(i, _)| i)
     }
 
-    /// One attempt on one address, until the response head or `deadline`.
-    /// A failure comes with the request's head when the client gave it back
-    /// (`http1`), as the next attempt would send it; boxed, so that the
-    /// result an answer moves through stays the size of a response.
-    async fn attempt(
+    /// Readies `request` for one attempt on the address at `index`: its
+    /// target, Host and version as that address takes them, and a watch on
+    /// its body. Then [`UpstreamPool::send`] awaits the address's client
+    /// itself, and [`Inner::settle`] reads the outcome: the request goes
+    /// into the client's future without an attempt's future between them,
+    /// which would copy it once more.
+    fn prepare(
         &self,
         index: usize,
-        mut request: Request<Body>,
-        deadline: tokio::time::Instant,
-    ) -> Result<Response<Body>, Box<(Failure, Option<http::request::Parts>)>> {
+        request: &mut Request<Body>,
+    ) -> Result<Attempt<'_>, Box<Failed>> {
         let endpoint = &self.endpoints[index];
         let uri = std::mem::take(request.uri_mut());
         let mut host_added = false;
@@ -372,15 +381,35 @@ impl Inner {
             }
             origin_form(uri)
         } else {
-            let authority =
-                host_authority(&request).unwrap_or_else(|| endpoint.authority().clone());
+            let authority = host_authority(request).unwrap_or_else(|| endpoint.authority().clone());
             self.target(authority, uri)
                 .map_err(|error| Box::new((Failure::Final(error), None)))?
         };
         *request.version_mut() = self.version;
-        let body = sent::watch(&mut request);
-        let _in_flight = endpoint.begin();
-        match tokio::time::timeout_at(deadline, endpoint.client().request(request)).await {
+        let body = sent::watch(request);
+        Ok(Attempt {
+            host_added,
+            body,
+            _in_flight: endpoint.begin(),
+        })
+    }
+
+    /// The outcome of one attempt on the address at `index`, until the
+    /// response head or the deadline. A failure comes with the request's
+    /// head when the client gave it back (`http1`), as the next attempt
+    /// would send it; boxed, so that the result an answer moves through
+    /// stays the size of a response.
+    fn settle(
+        &self,
+        index: usize,
+        attempt: Attempt<'_>,
+        outcome: Result<Result<Response<Body>, scalws_core::BoxError>, tokio::time::error::Elapsed>,
+    ) -> Result<Response<Body>, Box<Failed>> {
+        let endpoint = &self.endpoints[index];
+        let Attempt {
+            host_added, body, ..
+        } = attempt;
+        match outcome {
             Ok(Ok(response)) => {
                 endpoint.record_success();
                 Ok(response)
@@ -417,7 +446,6 @@ impl Inner {
         }
     }
 
-    /// `{scheme}://{authority}{path_and_query}`, reusing the URI's parts.
     fn target(&self, authority: Authority, uri: Uri) -> Result<Uri, scalws_core::BoxError> {
         let mut parts = uri.into_parts();
         parts.scheme = Some(self.scheme.clone());
@@ -438,6 +466,17 @@ impl Inner {
 }
 
 /// The URI's path and query alone (`/` when it has none).
+/// A failed attempt, with the request's head when the client gave it back.
+type Failed = (Failure, Option<http::request::Parts>);
+
+/// What one attempt keeps beside the request while it is out: whether it
+/// added Host, the watch on its body, and its count on the address.
+struct Attempt<'a> {
+    host_added: bool,
+    body: Option<sent::BodyWatch>,
+    _in_flight: InFlight<'a>,
+}
+
 fn origin_form(uri: Uri) -> Uri {
     match uri.path_and_query() {
         Some(_) if uri.scheme().is_none() && uri.authority().is_none() => uri,
