@@ -446,6 +446,7 @@ impl Inner {
         }
     }
 
+    /// `{scheme}://{authority}{path_and_query}`, reusing the URI's parts.
     fn target(&self, authority: Authority, uri: Uri) -> Result<Uri, scalws_core::BoxError> {
         let mut parts = uri.into_parts();
         parts.scheme = Some(self.scheme.clone());
