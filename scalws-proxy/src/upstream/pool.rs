@@ -219,9 +219,9 @@ impl UpstreamPool {
         loop {
             let settled = match inner.prepare(index, &mut request) {
                 Ok(attempt) => {
-                    let client = inner.endpoints[index].client();
+                    let client = attempt.endpoint.client();
                     let outcome = tokio::time::timeout_at(deadline, client.request(request)).await;
-                    inner.settle(index, attempt, outcome)
+                    inner.settle(attempt, outcome)
                 }
                 Err(failed) => Err(failed),
             };
@@ -391,23 +391,25 @@ impl Inner {
             host_added,
             body,
             _in_flight: endpoint.begin(),
+            endpoint,
         })
     }
 
-    /// The outcome of one attempt on the address at `index`, until the
+    /// The outcome of one attempt on its address, until the
     /// response head or the deadline. A failure comes with the request's
     /// head when the client gave it back (`http1`), as the next attempt
     /// would send it; boxed, so that the result an answer moves through
     /// stays the size of a response.
     fn settle(
         &self,
-        index: usize,
         attempt: Attempt<'_>,
         outcome: Result<Result<Response<Body>, scalws_core::BoxError>, tokio::time::error::Elapsed>,
     ) -> Result<Response<Body>, Box<Failed>> {
-        let endpoint = &self.endpoints[index];
         let Attempt {
-            host_added, body, ..
+            endpoint,
+            host_added,
+            body,
+            ..
         } = attempt;
         match outcome {
             Ok(Ok(response)) => {
@@ -470,9 +472,12 @@ impl Inner {
 /// A failed attempt, with the request's head when the client gave it back.
 type Failed = (Failure, Option<http::request::Parts>);
 
-/// What one attempt keeps beside the request while it is out: whether it
-/// added Host, the watch on its body, and its count on the address.
+/// What one attempt keeps beside the request while it is out: its address,
+/// whether it added Host, the watch on its body, and its count on the
+/// address.
 struct Attempt<'a> {
+    /// The address's endpoint.
+    endpoint: &'a Endpoint,
     host_added: bool,
     body: Option<sent::BodyWatch>,
     _in_flight: InFlight<'a>,
