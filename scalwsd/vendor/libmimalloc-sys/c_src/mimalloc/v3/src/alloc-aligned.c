@@ -195,12 +195,18 @@ static inline void* mi_theap_malloc_zero_aligned_at(mi_theap_t* const theap, con
   // ScalWS: an alignment of at most a word is what every block has (block
   // sizes are multiples of a word and pages start 16-aligned), so such a
   // request is a plain allocation, as `mi_theap_realloc_zero_aligned_at`
-  // already treats it. Without this, Rust's allocator (the `mimalloc`
-  // crate asks for every allocation through `mi_malloc_aligned`) took the
-  // over-allocating generic path for every block over 1 KiB and whenever
-  // the fast path's page had no free block, and marked those pages as
-  // holding interior pointers.
-  if mi_likely(alignment <= sizeof(uintptr_t) && offset == 0) {
+  // already treats it. So is an alignment of at most MI_MAX_ALIGN_SIZE (16)
+  // for a size of at least that alignment: every block of 16 bytes or more
+  // is 16-aligned (the size bins above one word are even numbers of words,
+  // and `mi_page_malloc_zero` asserts it), which is how mimalloc 2 treated
+  // it (`mi_malloc_is_naturally_aligned`). Without this, Rust's allocator
+  // (the `mimalloc` crate asks for every allocation through
+  // `mi_malloc_aligned`) took the over-allocating generic path for every
+  // block over 1 KiB and whenever the fast path's page had no free block,
+  // and marked those pages as holding interior pointers; hashbrown's
+  // tables, aligned to 16, were among them.
+  if mi_likely(offset == 0 && (alignment <= sizeof(uintptr_t)
+                               || (alignment <= MI_MAX_ALIGN_SIZE && alignment <= size))) {
     return _mi_theap_malloc_zero(theap, size, zero, usable);
   }
 
