@@ -110,6 +110,11 @@ pub(crate) struct Wire {
     /// An emptied header map (the last request's) for the next response
     /// head, so a busy connection allocates none; small ones only.
     spare: HeaderMap,
+    /// The field names of the last response head as written and as parsed,
+    /// in order (at most [`SPARE_FIELDS`]): an upstream sends the same
+    /// fields in the same order answer after answer, and a name written as
+    /// the one at its place is taken from here instead of parsed again.
+    names: Vec<(Box<[u8]>, HeaderName)>,
     max_head: usize,
 }
 
@@ -134,6 +139,7 @@ impl Wire {
             tail: b"",
             spans: Vec::new(),
             spare: HeaderMap::new(),
+            names: Vec::new(),
             max_head,
         }
     }

@@ -12,9 +12,35 @@ use http_body::Frame;
 
 use super::chunked::{Chunk, Decoded, decode_chunk};
 use super::{
-    Decode, Exchange, MAX_HEADERS, Sending, Span, WireError, content_length, ends_in_chunked,
-    has_token,
+    Decode, Exchange, MAX_HEADERS, SPARE_FIELDS, Sending, Span, WireError, content_length,
+    ends_in_chunked, has_token,
 };
+
+/// The name of the head's field at `at`, written `raw`: the last head's
+/// name at that place when it was written the same way (an upstream's
+/// fields come in the same order and case answer after answer, and
+/// comparing bytes costs less than parsing a name), else parsed and
+/// remembered there.
+#[inline]
+fn field_name(
+    known: &mut Vec<(Box<[u8]>, HeaderName)>,
+    at: usize,
+    raw: &[u8],
+) -> Result<HeaderName, WireError> {
+    if let Some((written, name)) = known.get(at)
+        && **written == *raw
+    {
+        return Ok(name.clone());
+    }
+    let name = HeaderName::from_bytes(raw)
+        .map_err(|_| WireError::BadResponse("an invalid header name"))?;
+    if let Some(slot) = known.get_mut(at) {
+        *slot = (raw.into(), name.clone());
+    } else if at == known.len() && at < SPARE_FIELDS {
+        known.push((raw.into(), name.clone()));
+    }
+    Ok(name)
+}
 
 impl Exchange {
     /// Sends the request and reads the response head, and from it how the
@@ -124,9 +150,8 @@ impl Exchange {
             let mut length: Option<Option<u64>> = None;
             let mut coded = false;
             let mut chunked = false;
-            for span in &wire.spans {
-                let name = HeaderName::from_bytes(&head[span.name.0..span.name.1])
-                    .map_err(|_| WireError::BadResponse("an invalid header name"))?;
+            for (at, span) in wire.spans.iter().enumerate() {
+                let name = field_name(&mut wire.names, at, &head[span.name.0..span.name.1])?;
                 let value = HeaderValue::from_maybe_shared(head.slice(span.value.0..span.value.1))
                     .map_err(|_| WireError::BadResponse("an invalid header value"))?;
                 if name == header::CONTENT_LENGTH {

@@ -715,3 +715,69 @@ async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
     assert_eq!(names(&heads[1]), ["x-second", "content-length"]);
     assert_eq!(heads[1].headers()["content-length"], "0");
 }
+
+/// Answers on one connection whose fields come at the same places with
+/// the names in another case, with another name of the same length, and
+/// with more fields than the answer before: each answer's names are its
+/// own (the connection remembers the last head's names by place).
+#[tokio::test]
+async fn field_names_remembered_by_place_are_each_answers_own() {
+    let answers: [&'static [u8]; 4] = [
+        b"HTTP/1.1 200 OK\r\nContent-Type: a\r\nX-Ab: 1\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nCONTENT-TYPE: b\r\nX-AC: 2\r\ncontent-length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-type: c\r\nx-ab: 3\r\nContent-Length: 0\r\nX-More: 4\r\nX-Most: 5\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+    ];
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        for answer in answers {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed before a request");
+                got.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(answer).await.unwrap();
+        }
+    });
+    let client = TcpStream::connect(addr).await.unwrap();
+    let mut wire = Box::new(Wire::new(UpstreamStream::Plain(client), 1024));
+    let mut fields = Vec::new();
+    for _ in answers {
+        let (head, body) = get("/").into_parts();
+        let mut exchange = Exchange::start(wire, &head, body)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        let response = poll_fn(|cx| exchange.poll_head(cx)).await.unwrap();
+        while let Some(frame) = poll_fn(|cx| exchange.poll_body(cx)).await {
+            frame.unwrap();
+        }
+        wire = exchange
+            .into_reusable()
+            .expect("reusable after a whole answer");
+        fields.push(
+            response
+                .headers()
+                .iter()
+                .map(|(name, value)| format!("{name}={}", value.to_str().unwrap()))
+                .collect::<Vec<_>>(),
+        );
+    }
+    server.await.unwrap();
+    assert_eq!(fields[0], ["content-type=a", "x-ab=1", "content-length=0"]);
+    assert_eq!(fields[1], ["content-type=b", "x-ac=2", "content-length=0"]);
+    assert_eq!(
+        fields[2],
+        [
+            "content-type=c",
+            "x-ab=3",
+            "content-length=0",
+            "x-more=4",
+            "x-most=5"
+        ]
+    );
+    assert_eq!(fields[3], ["content-length=0"]);
+}
