@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -787,4 +788,63 @@ async fn a_request_in_flight_notices_its_client_closing_and_keeps_what_is_pipeli
     let (head, body) = read_response(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(body, b"edge http HTTP/1.1");
+}
+
+/// A service that panics in `poll_ready` when its request count is a
+/// multiple of three, in `call` itself (before making a future) for
+/// `/panic-in-call`, and else answers 200.
+#[derive(Clone, Default)]
+struct PanicsOutsideItsFuture {
+    readied: Arc<AtomicUsize>,
+}
+
+impl tower::Service<Request<Body>> for PanicsOutsideItsFuture {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        if self.readied.fetch_add(1, Ordering::SeqCst) % 3 == 2 {
+            panic!("boom in poll_ready");
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        if request.uri().path() == "/panic-in-call" {
+            panic!("boom in call");
+        }
+        std::future::ready(Ok(Response::new(Body::from("fine"))))
+    }
+}
+
+/// A panic in the service's `call` or `poll_ready`, not only in its future,
+/// is answered 500 and the connection goes on.
+#[tokio::test]
+async fn a_panic_in_call_or_poll_ready_gets_500_and_the_connection_goes_on() {
+    let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
+    let server = Server::bind(&[spec], Limits::default()).unwrap();
+    let addr = server.local_addrs()[0].1;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(PanicsOutsideItsFuture::default(), async {
+        let _ = stopped.await;
+    }));
+    let _running = Running {
+        addr,
+        stop: Some(stop),
+        done,
+    };
+    let client = TestClient::new(Proto::Http1);
+    // Requests 1 and 2 are readied; the third panics in poll_ready.
+    let first = client.get(addr, "x", "/").await;
+    assert_eq!((first.status, first.text()), (200, "fine"));
+    let second = client.get(addr, "x", "/panic-in-call").await;
+    assert_eq!(second.status, 500);
+    let third = client.get(addr, "x", "/").await;
+    assert_eq!(third.status, 500);
+    let fourth = client.get(addr, "x", "/").await;
+    assert_eq!((fourth.status, fourth.text()), (200, "fine"));
 }
