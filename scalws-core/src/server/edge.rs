@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use http::{Extensions, HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::Either;
 use hyper::body::Incoming;
-use tower::Service;
+use tower::{Service, ServiceExt};
 
 use super::activity::{Activity, SendClock};
 use super::bodiless::{Emptiable, forbid_body};
@@ -190,34 +190,10 @@ impl Edge {
         }
         request.extensions_mut().extend(self.extensions.clone());
 
-        // `poll_ready`, then `call`, each inside `catch_unwind`, as tower's
-        // `oneshot` would do them but without moving the request into a
-        // future of its own first.
-        let mut service = service;
-        let ready = std::future::poll_fn(|cx| {
-            match std::panic::catch_unwind(AssertUnwindSafe(|| service.poll_ready(cx))) {
-                Ok(Poll::Pending) => Poll::Pending,
-                Ok(Poll::Ready(result)) => Poll::Ready(Ok(result.map_err(Into::into))),
-                Err(panic) => Poll::Ready(Err(panic)),
-            }
-        })
-        .await;
-        let outcome = match ready {
-            Ok(Ok(())) => {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| service.call(request))) {
-                    Ok(call) => AssertUnwindSafe(call)
-                        .catch_unwind()
-                        .await
-                        .map(|result| result.map_err(Into::into)),
-                    Err(panic) => Err(panic),
-                }
-            }
-            Ok(Err(error)) => Ok(Err(error)),
-            Err(panic) => Err(panic),
-        };
-        let mut response = match outcome {
+        let call = service.oneshot(request);
+        let mut response = match AssertUnwindSafe(call).catch_unwind().await {
             Ok(Ok(response)) => response.map(|body| sending(Either::Left(body))),
-            Ok(Err(error)) => failed(error).map(sending),
+            Ok(Err(error)) => failed(error.into()).map(sending),
             Err(_panic) => panicked().map(sending),
         };
         if let Some(alt_svc) = &self.alt_svc {
