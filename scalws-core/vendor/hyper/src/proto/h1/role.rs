@@ -260,10 +260,16 @@ impl Http1Transaction for Server {
 
         headers.reserve(headers_len);
 
-        for header in &headers_indices[..headers_len] {
+        for (at, header) in headers_indices[..headers_len].iter().enumerate() {
             // SAFETY: array is valid up to `headers_len`
             let header = unsafe { header.assume_init_ref() };
-            let name = header_name!(&slice[header.name.0..header.name.1]);
+            // ScalWS: the name at this place in the last head this thread
+            // parsed, when it was written the same way (see `FieldNames`).
+            let raw = &slice[header.name.0..header.name.1];
+            let name = match super::FIELD_NAMES.with_borrow_mut(|known| known.name(at, raw)) {
+                Ok(name) => name,
+                Err(e) => maybe_panic!(e),
+            };
             let value = header_value!(slice.slice(header.value.0..header.value.1));
 
             match name {
