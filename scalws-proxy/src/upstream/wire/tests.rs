@@ -659,19 +659,14 @@ async fn a_body_that_does_not_match_its_length_is_refused() {
     }
 }
 
-/// Two requests on one connection, the first's header map recycled for the
-/// second answer's head (as `http1` does): each answer has its own fields
-/// and nothing of the request's or the answer before.
-#[tokio::test]
-async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
+/// A connection to a server on loopback that answers each request head it
+/// reads (bodiless requests) with the next of `answers`, in turn.
+async fn answering_in_turn(answers: &[&'static [u8]]) -> (Box<Wire>, tokio::task::JoinHandle<()>) {
+    let answers = answers.to_vec();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let answers: [&[u8]; 2] = [
-            b"HTTP/1.1 200 OK\r\nX-First: 1\r\nContent-Length: 2\r\n\r\nok",
-            b"HTTP/1.1 201 Created\r\nX-Second: 2\r\nContent-Length: 0\r\n\r\n",
-        ];
         for answer in answers {
             let mut got = Vec::new();
             let mut buf = [0u8; 4096];
@@ -684,7 +679,22 @@ async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
         }
     });
     let client = TcpStream::connect(addr).await.unwrap();
-    let mut wire = Box::new(Wire::new(UpstreamStream::Plain(client), 1024));
+    (
+        Box::new(Wire::new(UpstreamStream::Plain(client), 1024)),
+        server,
+    )
+}
+
+/// Two requests on one connection, the first's header map recycled for the
+/// second answer's head (as `http1` does): each answer has its own fields
+/// and nothing of the request's or the answer before.
+#[tokio::test]
+async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
+    let (mut wire, server) = answering_in_turn(&[
+        b"HTTP/1.1 200 OK\r\nX-First: 1\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 201 Created\r\nX-Second: 2\r\nContent-Length: 0\r\n\r\n",
+    ])
+    .await;
     let mut heads = Vec::new();
     for header in ["x-request-one", "x-request-two"] {
         let (head, body) = Request::get("/")
@@ -728,23 +738,7 @@ async fn field_names_remembered_by_place_are_each_answers_own() {
         b"HTTP/1.1 200 OK\r\ncontent-type: c\r\nx-ab: 3\r\nContent-Length: 0\r\nX-More: 4\r\nX-Most: 5\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
     ];
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        for answer in answers {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.ends_with(b"\r\n\r\n") {
-                let n = socket.read(&mut buf).await.unwrap();
-                assert!(n > 0, "closed before a request");
-                got.extend_from_slice(&buf[..n]);
-            }
-            socket.write_all(answer).await.unwrap();
-        }
-    });
-    let client = TcpStream::connect(addr).await.unwrap();
-    let mut wire = Box::new(Wire::new(UpstreamStream::Plain(client), 1024));
+    let (mut wire, server) = answering_in_turn(&answers).await;
     let mut fields = Vec::new();
     for _ in answers {
         let (head, body) = get("/").into_parts();
