@@ -580,6 +580,49 @@ async fn all_down_is_502_quickly() {
 
 // === timeouts and retries ===
 
+/// The deadline's timer is kept with the upstream connection and moved
+/// later for each request on it: a request on a reused connection gets its
+/// whole `request_timeout` (the last request's deadline, passed while the
+/// connection was idle or during this request, does not end it), and one
+/// past its own deadline still times out at it.
+#[tokio::test]
+async fn a_reused_connection_times_each_request_from_its_own_start() {
+    // `/slow/N`: answered after N ms.
+    let upstream = Upstream::start(|request| async move {
+        let delay: u64 = request.uri().path()["/slow/".len()..].parse().unwrap();
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        ok("done")
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            request_timeout: Duration::from_millis(400),
+            ..options(&[upstream.addr])
+        },
+    )
+    .unwrap();
+    answered(&pool, get("/slow/0")).await;
+    // Past the first request's deadline while idle, then 300 ms of a
+    // second request on the same connection.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    answered(&pool, get("/slow/300")).await;
+    // Started about 100 ms before the second's deadline, answered after it.
+    answered(&pool, get("/slow/200")).await;
+    assert_eq!(upstream.connections(), 1, "all three on one connection");
+    let start = Instant::now();
+    let error = pool.send(get("/slow/5000")).await.unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_millis(800),
+        "{elapsed:?}"
+    );
+    assert!(matches!(error, UpstreamError::TimedOut { .. }));
+    // The timed-out connection was closed; the next request gets a new one.
+    answered(&pool, get("/slow/0")).await;
+    assert_eq!(upstream.connections(), 2);
+}
+
 #[tokio::test]
 async fn slow_upstream_times_out_at_request_timeout() {
     let slow = Upstream::start(|_request| async {

@@ -8,6 +8,7 @@ use http::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use scalws_core::{Body, BoxError};
+use tokio::time::Instant;
 
 use super::connector::Connector;
 use super::http1::Http1Client;
@@ -26,23 +27,43 @@ pub(crate) enum UpstreamClient {
 
 impl UpstreamClient {
     /// Sends `request` and returns the response once its head arrived (the
-    /// body streams). For `http1` the URI must be origin-form and Host set.
-    /// The future is the chosen client's own, not an async function around
-    /// it: that would be one more copy of the request per request.
+    /// body streams), or [`DeadlinePassed`] if `deadline` passes first. For
+    /// `http1` the URI must be origin-form and Host set. The future is the
+    /// chosen client's own, not an async function around it: that would be
+    /// one more copy of the request per request.
     #[inline]
     pub(crate) fn request(
         &self,
         request: Request<Body>,
+        deadline: Option<Instant>,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         match self {
-            Self::Http1(client) => Either::Left(client.request(request)),
-            Self::Pooled(client) => Either::Right(pooled(client, request)),
+            Self::Http1(client) => Either::Left(client.request(request, deadline)),
+            Self::Pooled(client) => Either::Right(pooled(client, request, deadline)),
         }
     }
 }
 
-async fn pooled(client: &PooledClient, request: Request<Body>) -> Result<Response<Body>, BoxError> {
-    match client.request(request).await {
+/// The request's deadline (`request_timeout`) passed before its response
+/// head came.
+#[derive(Debug, thiserror::Error)]
+#[error("no response head within request_timeout")]
+pub(crate) struct DeadlinePassed;
+
+async fn pooled(
+    client: &PooledClient,
+    request: Request<Body>,
+    deadline: Option<Instant>,
+) -> Result<Response<Body>, BoxError> {
+    let sent = client.request(request);
+    let answered = match deadline {
+        Some(deadline) => match tokio::time::timeout_at(deadline, sent).await {
+            Ok(answered) => answered,
+            Err(_elapsed) => return Err(DeadlinePassed.into()),
+        },
+        None => sent.await,
+    };
+    match answered {
         Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
         Err(error) => Err(error.into()),
     }

@@ -96,7 +96,7 @@ impl Checker {
                 .insert(header::HOST, endpoint.host().clone());
         }
         let check = async {
-            let response = endpoint.client().request(request).await.ok()?;
+            let response = endpoint.client().request(request, None).await.ok()?;
             let status = response.status();
             drain(response.into_body()).await;
             Some(status.is_success() || status.is_redirection())

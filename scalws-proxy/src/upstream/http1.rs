@@ -40,7 +40,9 @@ use hyper::client::conn::http1::Builder;
 use hyper_util::rt::TokioIo;
 use scalws_core::clock::{millis, now_ms};
 use scalws_core::{Body, BoxError};
+use tokio::time::Instant;
 
+use super::client::DeadlinePassed;
 use super::connector::Connector;
 use super::retry::Unanswered;
 use super::wire::{Exchange, Wire, WireError};
@@ -105,22 +107,43 @@ impl Http1Client {
     /// Sends `request` (origin-form, with its Host) and returns the response
     /// once its head has arrived; the body streams and drives the connection.
     /// A failure before the response head is an [`Unanswered`] that gives
-    /// the request's head back, for a retry.
-    pub(crate) async fn request(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
+    /// the request's head back, for a retry; a `deadline` that passes first
+    /// is [`DeadlinePassed`] (the connection is closed).
+    pub(crate) async fn request(
+        &self,
+        request: Request<Body>,
+        deadline: Option<Instant>,
+    ) -> Result<Response<Body>, BoxError> {
         if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
             // Boxed: its future (hyper's handshake and send) would make this
             // one, and every future around it, a kilobyte larger to move.
-            return Box::pin(self.upgrade(request)).await;
+            let upgrade = Box::pin(self.upgrade(request));
+            return match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, upgrade)
+                    .await
+                    .unwrap_or_else(|_elapsed| Err(DeadlinePassed.into())),
+                None => upgrade.await,
+            };
         }
         let (request, body) = request.into_parts();
         let wire = match self.checkout() {
             Some(wire) => wire,
             // Boxed: the connect future is large and rarely needed, and
             // the request's future is moved into a box of its own.
-            None => match Box::pin(self.connect()).await {
-                Ok(wire) => wire,
-                Err(source) => return Err(unanswered(request, source)),
-            },
+            None => {
+                let connect = Box::pin(self.connect());
+                let connected = match deadline {
+                    Some(deadline) => match tokio::time::timeout_at(deadline, connect).await {
+                        Ok(connected) => connected,
+                        Err(_elapsed) => return Err(DeadlinePassed.into()),
+                    },
+                    None => connect.await,
+                };
+                match connected {
+                    Ok(wire) => wire,
+                    Err(source) => return Err(unanswered(request, source)),
+                }
+            }
         };
         let mut exchange = match Exchange::start(wire, &request, body) {
             Ok(exchange) => exchange,
@@ -130,9 +153,23 @@ impl Http1Client {
                 return Err(unanswered(request, error.into()));
             }
         };
-        let response = match poll_fn(|cx| exchange.poll_head(cx)).await {
-            Ok(response) => response,
-            Err(error) => return Err(unanswered(request, error.into())),
+        // The head, or the deadline on the connection's own timer (polled
+        // after the head, as `tokio::time::timeout` does).
+        let head = poll_fn(|cx| {
+            if let Poll::Ready(head) = exchange.poll_head(cx) {
+                return Poll::Ready(Some(head));
+            }
+            match deadline {
+                Some(deadline) if exchange.poll_deadline(cx, deadline).is_ready() => {
+                    Poll::Ready(None)
+                }
+                _ => Poll::Pending,
+            }
+        });
+        let response = match head.await {
+            Some(Ok(response)) => response,
+            Some(Err(error)) => return Err(unanswered(request, error.into())),
+            None => return Err(DeadlinePassed.into()),
         };
         exchange.recycle(request.headers);
         let (parts, ()) = response.into_parts();

@@ -12,7 +12,7 @@ use scalws_core::Body;
 use tokio::task::AbortHandle;
 
 use super::balance::Balancer;
-use super::client;
+use super::client::{self, DeadlinePassed};
 use super::connector::Connector;
 use super::endpoint::{Endpoint, EndpointStats, InFlight, PassivePolicy};
 use super::error::{InvalidUpstream, UpstreamError};
@@ -220,7 +220,7 @@ impl UpstreamPool {
             let settled = match inner.prepare(index, &mut request) {
                 Ok(attempt) => {
                     let client = attempt.endpoint.client();
-                    let outcome = tokio::time::timeout_at(deadline, client.request(request)).await;
+                    let outcome = client.request(request, Some(deadline)).await;
                     inner.settle(attempt, outcome)
                 }
                 Err(failed) => Err(failed),
@@ -403,7 +403,7 @@ impl Inner {
     fn settle(
         &self,
         attempt: Attempt<'_>,
-        outcome: Result<Result<Response<Body>, scalws_core::BoxError>, tokio::time::error::Elapsed>,
+        outcome: Result<Response<Body>, scalws_core::BoxError>,
     ) -> Result<Response<Body>, Box<Failed>> {
         let Attempt {
             endpoint,
@@ -412,11 +412,11 @@ impl Inner {
             ..
         } = attempt;
         match outcome {
-            Ok(Ok(response)) => {
+            Ok(response) => {
                 endpoint.record_success();
                 Ok(response)
             }
-            Ok(Err(error)) => {
+            Err(error) if !error.is::<DeadlinePassed>() => {
                 let (error, mut head) = Unanswered::take(error);
                 if host_added && let Some(head) = &mut head {
                     // The next address gets its own.
@@ -428,7 +428,7 @@ impl Inner {
                 endpoint.record_failure(self.passive);
                 Err(Box::new((Failure::from_error(error), head)))
             }
-            Err(_elapsed)
+            Err(_deadline_passed)
                 if body
                     .as_ref()
                     .is_some_and(sent::BodyWatch::waiting_on_client) =>
@@ -441,7 +441,7 @@ impl Inner {
                     None,
                 )))
             }
-            Err(_elapsed) => {
+            Err(_deadline_passed) => {
                 endpoint.record_failure(self.passive);
                 Err(Box::new((Failure::TimedOut, None)))
             }

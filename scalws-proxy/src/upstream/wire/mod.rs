@@ -115,6 +115,11 @@ pub(crate) struct Wire {
     /// fields in the same order answer after answer, and a name written as
     /// the one at its place is taken from here instead of parsed again.
     names: Vec<(Box<[u8]>, HeaderName)>,
+    /// The timer of a request's deadline (`request_timeout`), kept with the
+    /// connection and moved later for each request on it: tokio moves a
+    /// registered timer later without touching its wheel, where a timer
+    /// made for each request is registered and removed again.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     max_head: usize,
 }
 
@@ -140,6 +145,7 @@ impl Wire {
             spans: Vec::new(),
             spare: HeaderMap::new(),
             names: Vec::new(),
+            deadline: None,
             max_head,
         }
     }
@@ -239,6 +245,27 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
+    /// Ready once `deadline` has passed, on the connection's own timer.
+    pub(crate) fn poll_deadline(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: tokio::time::Instant,
+    ) -> Poll<()> {
+        let timer = match &mut self.wire.deadline {
+            Some(timer) => {
+                if timer.deadline() != deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                timer
+            }
+            None => self
+                .wire
+                .deadline
+                .insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        timer.as_mut().poll(cx)
+    }
+
     /// Keeps the request's header map, emptied, for the connection's next
     /// response head (a map with room for many fields is dropped instead).
     pub(crate) fn recycle(&mut self, mut headers: HeaderMap) {
