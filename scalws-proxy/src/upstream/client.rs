@@ -35,7 +35,7 @@ impl UpstreamClient {
     pub(crate) fn request(
         &self,
         request: Request<Body>,
-        deadline: Option<Instant>,
+        deadline: Instant,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         match self {
             Self::Http1(client) => Either::Left(client.request(request, deadline)),
@@ -50,20 +50,22 @@ impl UpstreamClient {
 #[error("no response head within request_timeout")]
 pub(crate) struct DeadlinePassed;
 
+/// `future`'s output, or [`DeadlinePassed`] if `deadline` passes first.
+pub(crate) async fn within<F: Future>(
+    deadline: Instant,
+    future: F,
+) -> Result<F::Output, DeadlinePassed> {
+    tokio::time::timeout_at(deadline, future)
+        .await
+        .map_err(|_elapsed| DeadlinePassed)
+}
+
 async fn pooled(
     client: &PooledClient,
     request: Request<Body>,
-    deadline: Option<Instant>,
+    deadline: Instant,
 ) -> Result<Response<Body>, BoxError> {
-    let sent = client.request(request);
-    let answered = match deadline {
-        Some(deadline) => match tokio::time::timeout_at(deadline, sent).await {
-            Ok(answered) => answered,
-            Err(_elapsed) => return Err(DeadlinePassed.into()),
-        },
-        None => sent.await,
-    };
-    match answered {
+    match within(deadline, client.request(request)).await? {
         Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
         Err(error) => Err(error.into()),
     }

@@ -95,14 +95,16 @@ impl Checker {
                 .headers_mut()
                 .insert(header::HOST, endpoint.host().clone());
         }
+        // The check's deadline bounds the head here and, below, the body.
+        let deadline = tokio::time::Instant::now() + self.check.timeout;
         let check = async {
-            let response = endpoint.client().request(request, None).await.ok()?;
+            let response = endpoint.client().request(request, deadline).await.ok()?;
             let status = response.status();
             drain(response.into_body()).await;
             Some(status.is_success() || status.is_redirection())
         };
         matches!(
-            tokio::time::timeout(self.check.timeout, check).await,
+            tokio::time::timeout_at(deadline, check).await,
             Ok(Some(true))
         )
     }

@@ -42,7 +42,7 @@ use scalws_core::clock::{millis, now_ms};
 use scalws_core::{Body, BoxError};
 use tokio::time::Instant;
 
-use super::client::DeadlinePassed;
+use super::client::{DeadlinePassed, within};
 use super::connector::Connector;
 use super::retry::Unanswered;
 use super::wire::{Exchange, Wire, WireError};
@@ -112,38 +112,22 @@ impl Http1Client {
     pub(crate) async fn request(
         &self,
         request: Request<Body>,
-        deadline: Option<Instant>,
+        deadline: Instant,
     ) -> Result<Response<Body>, BoxError> {
         if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
             // Boxed: its future (hyper's handshake and send) would make this
             // one, and every future around it, a kilobyte larger to move.
-            let upgrade = Box::pin(self.upgrade(request));
-            return match deadline {
-                Some(deadline) => tokio::time::timeout_at(deadline, upgrade)
-                    .await
-                    .unwrap_or_else(|_elapsed| Err(DeadlinePassed.into())),
-                None => upgrade.await,
-            };
+            return within(deadline, Box::pin(self.upgrade(request))).await?;
         }
         let (request, body) = request.into_parts();
         let wire = match self.checkout() {
             Some(wire) => wire,
             // Boxed: the connect future is large and rarely needed, and
             // the request's future is moved into a box of its own.
-            None => {
-                let connect = Box::pin(self.connect());
-                let connected = match deadline {
-                    Some(deadline) => match tokio::time::timeout_at(deadline, connect).await {
-                        Ok(connected) => connected,
-                        Err(_elapsed) => return Err(DeadlinePassed.into()),
-                    },
-                    None => connect.await,
-                };
-                match connected {
-                    Ok(wire) => wire,
-                    Err(source) => return Err(unanswered(request, source)),
-                }
-            }
+            None => match within(deadline, Box::pin(self.connect())).await? {
+                Ok(wire) => wire,
+                Err(source) => return Err(unanswered(request, source)),
+            },
         };
         let mut exchange = match Exchange::start(wire, &request, body) {
             Ok(exchange) => exchange,
@@ -159,12 +143,7 @@ impl Http1Client {
             if let Poll::Ready(head) = exchange.poll_head(cx) {
                 return Poll::Ready(Some(head));
             }
-            match deadline {
-                Some(deadline) if exchange.poll_deadline(cx, deadline).is_ready() => {
-                    Poll::Ready(None)
-                }
-                _ => Poll::Pending,
-            }
+            exchange.poll_deadline(cx, deadline).map(|()| None)
         });
         let response = match head.await {
             Some(Ok(response)) => response,

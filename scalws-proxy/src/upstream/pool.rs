@@ -220,7 +220,7 @@ impl UpstreamPool {
             let settled = match inner.prepare(index, &mut request) {
                 Ok(attempt) => {
                     let client = attempt.endpoint.client();
-                    let outcome = client.request(request, Some(deadline)).await;
+                    let outcome = client.request(request, deadline).await;
                     inner.settle(attempt, outcome)
                 }
                 Err(failed) => Err(failed),
@@ -416,7 +416,23 @@ impl Inner {
                 endpoint.record_success();
                 Ok(response)
             }
-            Err(error) if !error.is::<DeadlinePassed>() => {
+            Err(error) if error.is::<DeadlinePassed>() => {
+                if body
+                    .as_ref()
+                    .is_some_and(sent::BodyWatch::waiting_on_client)
+                {
+                    return Err(Box::new((
+                        Failure::Client(
+                            StatusCode::REQUEST_TIMEOUT,
+                            "the request body was not all received within request_timeout".into(),
+                        ),
+                        None,
+                    )));
+                }
+                endpoint.record_failure(self.passive);
+                Err(Box::new((Failure::TimedOut, None)))
+            }
+            Err(error) => {
                 let (error, mut head) = Unanswered::take(error);
                 if host_added && let Some(head) = &mut head {
                     // The next address gets its own.
@@ -427,23 +443,6 @@ impl Inner {
                 }
                 endpoint.record_failure(self.passive);
                 Err(Box::new((Failure::from_error(error), head)))
-            }
-            Err(_deadline_passed)
-                if body
-                    .as_ref()
-                    .is_some_and(sent::BodyWatch::waiting_on_client) =>
-            {
-                Err(Box::new((
-                    Failure::Client(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "the request body was not all received within request_timeout".into(),
-                    ),
-                    None,
-                )))
-            }
-            Err(_deadline_passed) => {
-                endpoint.record_failure(self.passive);
-                Err(Box::new((Failure::TimedOut, None)))
             }
         }
     }
