@@ -130,11 +130,23 @@ struct Running {
 }
 
 fn start(limits: Limits) -> Running {
+    start_serving(limits, tower::service_fn(app))
+}
+
+/// A server on a free loopback port serving `service` until dropped.
+fn start_serving<S>(limits: Limits, service: S) -> Running
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
     let server = Server::bind(&[spec], limits).unwrap();
     let addr = server.local_addrs()[0].1;
     let (stop, stopped) = oneshot::channel::<()>();
-    let done = tokio::spawn(server.serve(tower::service_fn(app), async {
+    let done = tokio::spawn(server.serve(service, async {
         let _ = stopped.await;
     }));
     Running {
@@ -825,18 +837,8 @@ impl tower::Service<Request<Body>> for PanicsOutsideItsFuture {
 /// is answered 500 and the connection goes on.
 #[tokio::test]
 async fn a_panic_in_call_or_poll_ready_gets_500_and_the_connection_goes_on() {
-    let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
-    let server = Server::bind(&[spec], Limits::default()).unwrap();
-    let addr = server.local_addrs()[0].1;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let done = tokio::spawn(server.serve(PanicsOutsideItsFuture::default(), async {
-        let _ = stopped.await;
-    }));
-    let _running = Running {
-        addr,
-        stop: Some(stop),
-        done,
-    };
+    let server = start_serving(Limits::default(), PanicsOutsideItsFuture::default());
+    let addr = server.addr;
     let client = TestClient::new(Proto::Http1);
     // Requests 1 and 2 are readied; the third panics in poll_ready.
     let first = client.get(addr, "x", "/").await;

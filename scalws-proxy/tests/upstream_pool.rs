@@ -78,6 +78,20 @@ async fn answered(pool: &UpstreamPool, request: Request<Body>) -> SocketAddr {
     address
 }
 
+/// `request` fails as timed out at `timeout` (and before twice that).
+async fn times_out_at(
+    pool: &UpstreamPool,
+    request: Request<Body>,
+    timeout: Duration,
+) -> UpstreamError {
+    let start = Instant::now();
+    let error = pool.send(request).await.unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(elapsed >= timeout && elapsed < timeout * 2, "{elapsed:?}");
+    assert!(matches!(error, UpstreamError::TimedOut { .. }));
+    error
+}
+
 async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     let start = Instant::now();
     while !condition() {
@@ -610,14 +624,7 @@ async fn a_reused_connection_times_each_request_from_its_own_start() {
     // Started about 100 ms before the second's deadline, answered after it.
     answered(&pool, get("/slow/200")).await;
     assert_eq!(upstream.connections(), 1, "all three on one connection");
-    let start = Instant::now();
-    let error = pool.send(get("/slow/5000")).await.unwrap_err();
-    let elapsed = start.elapsed();
-    assert!(
-        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_millis(800),
-        "{elapsed:?}"
-    );
-    assert!(matches!(error, UpstreamError::TimedOut { .. }));
+    times_out_at(&pool, get("/slow/5000"), Duration::from_millis(400)).await;
     // The timed-out connection was closed; the next request gets a new one.
     answered(&pool, get("/slow/0")).await;
     assert_eq!(upstream.connections(), 2);
@@ -638,14 +645,7 @@ async fn slow_upstream_times_out_at_request_timeout() {
         },
     )
     .unwrap();
-    let start = Instant::now();
-    let error = pool.send(get("/")).await.unwrap_err();
-    let elapsed = start.elapsed();
-    assert!(
-        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(600),
-        "{elapsed:?}"
-    );
-    assert!(matches!(error, UpstreamError::TimedOut { .. }));
+    let error = times_out_at(&pool, get("/"), Duration::from_millis(300)).await;
     assert_eq!(error.status(), StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(slow.hits(), 1, "a timeout is not retried");
     assert_eq!(pool.stats()[0].failures, 1);
