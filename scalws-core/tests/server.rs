@@ -292,6 +292,19 @@ async fn oversized_head_gets_431() {
     let head = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n");
     let reply = raw_exchange(server.addr, head.as_bytes(), Duration::from_secs(5)).await;
     assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+
+    // The same on a kept connection, whose read buffer is a spare of its
+    // thread, larger than the limit.
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (first, _) = read_response(&mut stream).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (second, _) = read_response(&mut stream).await;
+    assert!(second.starts_with("HTTP/1.1 431"), "{second}");
 }
 
 #[tokio::test]
@@ -675,16 +688,8 @@ async fn an_idle_http2_connection_reads_and_writes_whole_after_an_idle_spell() {
     // The same by hand: a frame in pieces, and a header block split between
     // HEADERS and CONTINUATION, each with idle spells between the writes.
     let mut raw = TcpStream::connect(server.addr).await.unwrap();
-    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| -> Vec<u8> {
-        let mut bytes = u32::try_from(payload.len()).unwrap().to_be_bytes()[1..].to_vec();
-        bytes.extend_from_slice(&[kind, flags]);
-        bytes.extend_from_slice(&stream.to_be_bytes());
-        bytes.extend_from_slice(payload);
-        bytes
-    };
-    // :method GET, :scheme http, :path / (static table), :authority x.
-    let block = [0x82, 0x86, 0x84, 0x01, 0x01, b'x'];
-    let mut start = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    let block = GET_SLASH;
+    let mut start = PREFACE.to_vec();
     start.extend(frame(4, 0, 0, &[]));
     start.extend(frame(4, 1, 0, &[]));
     raw.write_all(&start).await.unwrap();
@@ -711,6 +716,74 @@ async fn an_idle_http2_connection_reads_and_writes_whole_after_an_idle_spell() {
     frames.extend(frame(1, 0x4 | 0x1, 5, &block));
     raw.write_all(&frames).await.unwrap();
     assert_eq!(reader.body(&mut raw, 5).await, b"edge http HTTP/2.0");
+}
+
+/// HTTP/2's connection preface.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A header block: :method GET, :scheme http, :path / (static table), :authority x.
+const GET_SLASH: [u8; 6] = [0x82, 0x86, 0x84, 0x01, 0x01, b'x'];
+
+/// One HTTP/2 frame, written out.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = u32::try_from(payload.len()).unwrap().to_be_bytes()[1..].to_vec();
+    bytes.extend_from_slice(&[kind, flags]);
+    bytes.extend_from_slice(&stream.to_be_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// A plain connection is HTTP/2 when its first bytes are the preface, and
+/// the server tells from the bytes it has: a preface in pieces, with pauses
+/// between them, is still HTTP/2; a start that leaves the preface at its
+/// second byte, after a pause, is HTTP/1.1; a connection closed before its
+/// first byte leaves the server serving; half a preface and silence is
+/// closed at `header_read_timeout`.
+#[tokio::test]
+async fn the_protocol_is_told_from_the_first_bytes_however_they_come() {
+    let server = start(Limits {
+        header_read_timeout: Duration::from_millis(1500),
+        ..Limits::default()
+    });
+    let pause = || tokio::time::sleep(Duration::from_millis(120));
+
+    let mut raw = TcpStream::connect(server.addr).await.unwrap();
+    for piece in [&PREFACE[..1], &PREFACE[1..11], &PREFACE[11..23]] {
+        raw.write_all(piece).await.unwrap();
+        pause().await;
+    }
+    let mut rest = PREFACE[23..].to_vec();
+    rest.extend(frame(4, 0, 0, &[]));
+    rest.extend(frame(4, 1, 0, &[]));
+    rest.extend(frame(1, 0x4 | 0x1, 1, &GET_SLASH));
+    raw.write_all(&rest).await.unwrap();
+    let mut reader = RawFrames::default();
+    assert_eq!(reader.body(&mut raw, 1).await, b"edge http HTTP/2.0");
+
+    let mut raw = TcpStream::connect(server.addr).await.unwrap();
+    raw.write_all(b"P").await.unwrap();
+    pause().await;
+    raw.write_all(b"OST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        .await
+        .unwrap();
+    let (head, body) = read_response(&mut raw).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, b"hi");
+
+    drop(TcpStream::connect(server.addr).await.unwrap());
+    let reply = raw_exchange(
+        server.addr,
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+
+    let mut raw = TcpStream::connect(server.addr).await.unwrap();
+    raw.write_all(&PREFACE[..10]).await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(closed_within(&mut raw, Duration::from_secs(10)).await);
+    assert!(started.elapsed() >= Duration::from_millis(1200));
 }
 
 /// Frames read off a raw HTTP/2 connection.

@@ -310,6 +310,37 @@ async fn http1_over_tls_has_scheme_and_sni() {
     assert_eq!(text, "secure https sni=- HTTP/1.1 covers=Some(true)");
 }
 
+/// HTTP/2 over TLS is negotiated (RFC 9113, section 3.3): a client that chose
+/// `http/1.1`, or nothing, and sends HTTP/2's preface anyway is served as
+/// HTTP/1.1, which takes the preface for no request and closes the
+/// connection without a byte of HTTP/2.
+#[tokio::test]
+async fn http2_over_tls_needs_alpn() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = scratch_dir();
+    let (a, b) = two_certs(&dir);
+    let certs = TlsCertificates::load(&[a.files, b.files]).unwrap();
+    let server = start(certs, Limits::default());
+
+    let http1 = Client {
+        alpn: &[b"http/1.1"],
+        ..Client::sni("a.test")
+    };
+    for client in [http1, Client::sni("a.test")] {
+        let mut tls = client.connect(server.addr).await;
+        // The preface and an empty SETTINGS frame.
+        tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        // Closed without TLS's close_notify is an error here; either way it ends.
+        let _closed = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut answer))
+            .await
+            .expect("the connection stayed open");
+        assert!(answer.is_empty(), "answered {answer:?}");
+    }
+}
+
 #[tokio::test]
 async fn http2_over_tls_by_alpn() {
     let dir = scratch_dir();

@@ -9,17 +9,16 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use futures_util::future::Either;
 use futures_util::task::AtomicWaker;
 use http::{Request, Response};
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
-#[cfg(feature = "tls")]
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 #[cfg(feature = "tls")]
-use tokio_rustls::{TlsAcceptor, server::TlsStream};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
@@ -58,7 +57,7 @@ pub(super) struct Acceptor<S> {
 /// state is swapped.
 struct Current {
     state: Arc<ListenerState>,
-    builder: Arc<auto::Builder<StreamExecutor>>,
+    protocols: Arc<Protocols>,
     #[cfg(feature = "tls")]
     tls: Option<Tls>,
 }
@@ -66,7 +65,7 @@ struct Current {
 impl Current {
     fn new(state: Arc<ListenerState>) -> Self {
         Self {
-            builder: Arc::new(protocol_builder(&state.limits)),
+            protocols: Arc::new(Protocols::new(&state.limits)),
             // Once per generation: the certificate resolver follows reloads by itself.
             #[cfg(feature = "tls")]
             tls: match &state.protocol {
@@ -136,7 +135,7 @@ where
         let activity = Arc::new(Activity::new());
         let state = &current.state;
         let connection = Connection {
-            builder: current.builder.clone(),
+            protocols: current.protocols.clone(),
             limits: state.limits.clone(),
             phase: acceptor.phase.clone(),
             permit: ConnectionPermit::new(permit, &acceptor.open),
@@ -162,17 +161,43 @@ where
                 .spawn(connection.secure(tls.clone(), stream, edge, service));
             continue;
         }
-        acceptor.connections.spawn(connection.serve(
-            Socket::new(stream),
-            edge,
-            service,
-            Some(state.limits.send_timeout),
-        ));
+        let send_timeout = state.limits.send_timeout;
+        acceptor
+            .connections
+            .spawn(connection.plain(stream, edge, service, send_timeout));
     }
 }
 
 impl Connection {
-    /// An HTTPS connection: the handshake, then HTTP over TLS.
+    /// A plain connection: HTTP/2 when its first bytes are HTTP/2's
+    /// connection preface (prior knowledge), else HTTP/1.
+    async fn plain<S, B>(
+        mut self,
+        stream: TcpStream,
+        edge: Edge,
+        service: S,
+        send_timeout: Duration,
+    ) where
+        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let Some(protocol) = self
+            .opening("first bytes", sniff(&stream), &edge.conn)
+            .await
+        else {
+            return;
+        };
+        let io = Socket::new(stream);
+        self.serve(io, protocol, edge, service, Some(send_timeout))
+            .await;
+    }
+
+    /// An HTTPS connection: the handshake, then HTTP over TLS, HTTP/2 when
+    /// the client chose `h2` by ALPN, else HTTP/1 (RFC 9113, section 3.3:
+    /// HTTP/2 over TLS is always negotiated).
     #[cfg(feature = "tls")]
     async fn secure<S, B>(mut self, tls: Tls, stream: TcpStream, mut edge: Edge, service: S)
     where
@@ -185,12 +210,18 @@ impl Connection {
         // send_timeout watches the TCP stream: TLS takes writes into its
         // own buffer before the socket refuses them.
         let stream = Watched::new(stream, SendDeadline::new(self.limits.send_timeout));
-        let Some(stream) = self.handshake(&tls.acceptor, stream, &edge.conn).await else {
+        let handshake = tls.acceptor.accept(stream);
+        let Some(stream) = self.opening("TLS handshake", handshake, &edge.conn).await else {
             return;
         };
-        let sni = stream.get_ref().1.server_name().map(Arc::from);
+        let session = stream.get_ref().1;
+        let protocol = match session.alpn_protocol() {
+            Some(b"h2") => Protocol::Http2,
+            _ => Protocol::Http1,
+        };
+        let sni = session.server_name().map(Arc::from);
         edge.conn.secure(sni, tls.certificates);
-        self.serve(stream, edge, service, None).await;
+        self.serve(stream, protocol, edge, service, None).await;
     }
 }
 
@@ -204,7 +235,7 @@ struct Tls {
 
 /// One accepted connection's share of the listener, until it closes.
 struct Connection {
-    builder: Arc<auto::Builder<StreamExecutor>>,
+    protocols: Arc<Protocols>,
     limits: Arc<Limits>,
     phase: watch::Receiver<Phase>,
     /// Returned to the listener's `max_connections` when the socket is
@@ -213,40 +244,46 @@ struct Connection {
 }
 
 impl Connection {
-    #[cfg(feature = "tls")]
-    /// The TLS handshake, within `header_read_timeout`; `None` (and the
-    /// connection closed) on failure, timeout, or when the server drains.
-    async fn handshake(
+    /// What comes before HTTP on a connection (the TLS handshake, or the
+    /// look at a plain connection's first bytes), within
+    /// `header_read_timeout`; `None` (and the connection closed) on failure,
+    /// timeout, or when the server drains.
+    async fn opening<T>(
         &mut self,
-        acceptor: &TlsAcceptor,
-        stream: Watched<TcpStream, SendDeadline>,
+        what: &'static str,
+        opening: impl Future<Output = std::io::Result<T>>,
         conn: &ConnInfo,
-    ) -> Option<TlsStream<Watched<TcpStream, SendDeadline>>> {
+    ) -> Option<T> {
         let (listener, peer) = (conn.listener(), conn.peer());
-        let handshake =
-            tokio::time::timeout(self.limits.header_read_timeout, acceptor.accept(stream));
+        let opening = tokio::time::timeout(self.limits.header_read_timeout, opening);
         tokio::select! {
             // First, so a drain seen here is never lost to `drive`.
             biased;
             _ = self.phase.wait_for(|phase| *phase != Phase::Serving) => None,
-            result = handshake => match result {
-                Ok(Ok(stream)) => Some(stream),
+            result = opening => match result {
+                Ok(Ok(opened)) => Some(opened),
                 Ok(Err(error)) => {
-                    tracing::debug!(listener, %peer, %error, "TLS handshake failed; closing");
+                    tracing::debug!(listener, %peer, %error, "{what} failed; closing");
                     None
                 }
                 Err(_elapsed) => {
-                    tracing::debug!(listener, %peer, "TLS handshake not done in time; closing");
+                    tracing::debug!(listener, %peer, "{what} not done in time; closing");
                     None
                 }
             },
         }
     }
 
-    /// Serves HTTP/1.1 or HTTP/2 on `io` (plain or TLS) to the end;
-    /// `send_timeout` when `io` is the socket itself.
-    async fn serve<I, S, B>(self, io: I, mut edge: Edge, service: S, send_timeout: Option<Duration>)
-    where
+    /// Serves `protocol` on `io` (plain or TLS) to the end; `send_timeout`
+    /// when `io` is the socket itself.
+    async fn serve<I, S, B>(
+        self,
+        io: I,
+        protocol: Protocol,
+        mut edge: Edge,
+        service: S,
+        send_timeout: Option<Duration>,
+    ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
@@ -265,30 +302,82 @@ impl Connection {
             let service = service.clone();
             async move { edge.handle(service, request).await }
         });
-        let connection = self.builder.serve_connection_with_upgrades(io, service);
+        let protocols = &self.protocols;
+        let connection = match protocol {
+            Protocol::Http1 => Either::Left(
+                protocols
+                    .http1
+                    .serve_connection(io, service)
+                    .with_upgrades(),
+            ),
+            Protocol::Http2 => Either::Right(protocols.http2.serve_connection(io, service)),
+        };
         drive(connection, &activity, &self.limits, self.phase).await;
     }
 }
 
-fn protocol_builder(limits: &Limits) -> auto::Builder<StreamExecutor> {
-    let mut builder = auto::Builder::new(StreamExecutor);
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        // Enforced by `Activity` instead: hyper's would also cut idle keep-alives.
-        .header_read_timeout(None)
-        .max_headers(limits.max_headers)
-        // hyper answers 431 when a head outgrows its read buffer (at least 8 KiB).
-        .max_buf_size(limits.max_header_bytes.max(8192))
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(limits.h2_max_concurrent_streams.get())
-        // RFC 8441: WebSocket over HTTP/2 streams (see `websocket`).
-        .enable_connect_protocol()
-        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-    builder
+/// What a TCP connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// HTTP/2's connection preface (RFC 9113, section 3.4).
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What a plain connection speaks, from its first bytes, looked at without
+/// taking them (`MSG_PEEK`), so hyper reads the socket itself, with no layer
+/// in between that would hand it bytes read before. An error when the client
+/// closes before sending a byte.
+async fn sniff(stream: &TcpStream) -> std::io::Result<Protocol> {
+    let mut first = [0u8; PREFACE.len()];
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let seen = stream.peek(&mut first).await?;
+        if seen == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if first[..seen] != PREFACE[..seen] {
+            return Ok(Protocol::Http1);
+        }
+        if seen == PREFACE.len() {
+            return Ok(Protocol::Http2);
+        }
+        // The preface's start and nothing more yet. The socket stays
+        // readable (its bytes are still there), so readiness cannot say when
+        // more come: look again after a pause, longer each time.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// hyper's two servers, configured from the listener's [`Limits`].
+struct Protocols {
+    http1: http1::Builder,
+    http2: http2::Builder<StreamExecutor>,
+}
+
+impl Protocols {
+    fn new(limits: &Limits) -> Self {
+        let mut http1 = http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            // Enforced by `Activity` instead: hyper's would also cut idle keep-alives.
+            .header_read_timeout(None)
+            .max_headers(limits.max_headers)
+            // hyper answers 431 when a head outgrows its read buffer (at least 8 KiB).
+            .max_buf_size(limits.max_header_bytes.max(8192))
+            .keep_alive(true);
+        let mut http2 = http2::Builder::new(StreamExecutor);
+        http2
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(limits.h2_max_concurrent_streams.get())
+            // RFC 8441: WebSocket over HTTP/2 streams (see `websocket`).
+            .enable_connect_protocol()
+            .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+        Self { http1, http2 }
+    }
 }
 
 /// Runs one connection to its end, closing it when idle, when a head is too
@@ -417,13 +506,39 @@ pub(super) trait GracefulConnection {
     fn shutdown_gracefully(self: std::pin::Pin<&mut Self>);
 }
 
-impl<I, S, E> GracefulConnection for auto::UpgradeableConnection<'_, I, S, E>
+impl<A, B> GracefulConnection for Either<A, B>
+where
+    A: GracefulConnection,
+    B: GracefulConnection,
+{
+    fn shutdown_gracefully(self: std::pin::Pin<&mut Self>) {
+        match self.as_pin_mut() {
+            Either::Left(connection) => connection.shutdown_gracefully(),
+            Either::Right(connection) => connection.shutdown_gracefully(),
+        }
+    }
+}
+
+impl<I, S> GracefulConnection for http1::UpgradeableConnection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<BoxError>,
+    S::ResBody: http_body::Body + 'static,
+    <S::ResBody as http_body::Body>::Error: Into<BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    fn shutdown_gracefully(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, E> GracefulConnection for http2::Connection<I, S, E>
 where
     S: hyper::service::HttpService<hyper::body::Incoming>,
     S::Error: Into<BoxError>,
     S::ResBody: http_body::Body + Send + 'static,
     <S::ResBody as http_body::Body>::Error: Into<BoxError>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
     E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
 {
     fn shutdown_gracefully(self: std::pin::Pin<&mut Self>) {

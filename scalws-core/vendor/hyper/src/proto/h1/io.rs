@@ -289,7 +289,11 @@ where
         // SAFETY: ReadBuf and poll_read promise not to set any uninitialized
         // bytes onto `dst`.
         let dst = unsafe { self.read_buf.chunk_mut().as_uninit_slice_mut() };
-        let mut buf = ReadBuf::uninit(dst);
+        // ScalWS: at most `next` bytes, so that a head is held to
+        // `max_buf_size` however much room the buffer has (a spare buffer,
+        // see `poll_read_from_io_idle`, can have more than `next`).
+        let room = if next > 0 { cmp::min(dst.len(), next) } else { dst.len() };
+        let mut buf = ReadBuf::uninit(&mut dst[..room]);
         match Pin::new(&mut self.io).poll_read(cx, buf.unfilled()) {
             Poll::Ready(Ok(())) => {
                 let n = buf.filled().len();
@@ -340,10 +344,15 @@ where
         let fresh = self.read_buf.capacity() == 0;
         if fresh {
             // A spare buffer of this thread, if there is one (see
-            // `release_idle_buffers`).
-            if let Ok(Some(spare)) = SPARE_READ_BUFS.try_with(|bufs| bufs.borrow_mut().pop()) {
-                self.read_buf = spare;
-            }
+            // `release_idle_buffers`), else a new one of twice the usual
+            // size: the read made while the request is answered (to see the
+            // client close) wants `INIT_BUFFER_SIZE` of room, and with the
+            // head still sharing an 8 KiB buffer it would allocate another
+            // for every request.
+            self.read_buf = match SPARE_READ_BUFS.try_with(|bufs| bufs.borrow_mut().pop()) {
+                Ok(Some(spare)) => spare,
+                _ => BytesMut::with_capacity(2 * INIT_BUFFER_SIZE),
+            };
         }
         let read = self.poll_read_from_io(cx);
         if read.is_pending() && self.read_buf.is_empty() {
