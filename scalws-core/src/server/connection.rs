@@ -161,43 +161,17 @@ where
                 .spawn(connection.secure(tls.clone(), stream, edge, service));
             continue;
         }
-        let send_timeout = state.limits.send_timeout;
-        acceptor
-            .connections
-            .spawn(connection.plain(stream, edge, service, send_timeout));
+        acceptor.connections.spawn(connection.serve(
+            Socket::new(stream),
+            edge,
+            service,
+            Some(state.limits.send_timeout),
+        ));
     }
 }
 
 impl Connection {
-    /// A plain connection: HTTP/2 when its first bytes are HTTP/2's
-    /// connection preface (prior knowledge), else HTTP/1.
-    async fn plain<S, B>(
-        mut self,
-        stream: TcpStream,
-        edge: Edge,
-        service: S,
-        send_timeout: Duration,
-    ) where
-        S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
-        S::Error: Into<BoxError>,
-        S::Future: Send + 'static,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
-    {
-        let Some(protocol) = self
-            .opening("first bytes", sniff(&stream), &edge.conn)
-            .await
-        else {
-            return;
-        };
-        let io = Socket::new(stream);
-        self.serve(io, protocol, edge, service, Some(send_timeout))
-            .await;
-    }
-
-    /// An HTTPS connection: the handshake, then HTTP over TLS, HTTP/2 when
-    /// the client chose `h2` by ALPN, else HTTP/1 (RFC 9113, section 3.3:
-    /// HTTP/2 over TLS is always negotiated).
+    /// An HTTPS connection: the handshake, then HTTP over TLS.
     #[cfg(feature = "tls")]
     async fn secure<S, B>(mut self, tls: Tls, stream: TcpStream, mut edge: Edge, service: S)
     where
@@ -214,14 +188,9 @@ impl Connection {
         let Some(stream) = self.opening("TLS handshake", handshake, &edge.conn).await else {
             return;
         };
-        let session = stream.get_ref().1;
-        let protocol = match session.alpn_protocol() {
-            Some(b"h2") => Protocol::Http2,
-            _ => Protocol::Http1,
-        };
-        let sni = session.server_name().map(Arc::from);
+        let sni = stream.get_ref().1.server_name().map(Arc::from);
         edge.conn.secure(sni, tls.certificates);
-        self.serve(stream, protocol, edge, service, None).await;
+        self.serve(stream, edge, service, None).await;
     }
 }
 
@@ -274,23 +243,32 @@ impl Connection {
         }
     }
 
-    /// Serves `protocol` on `io` (plain or TLS) to the end; `send_timeout`
-    /// when `io` is the socket itself.
+    /// Serves HTTP/1 or HTTP/2, as `io` tells (see [`Speaks`]), on `io`
+    /// (plain or TLS) to the end; `send_timeout` when `io` is the socket
+    /// itself.
+    ///
+    /// The protocol is told here, not before the call: the arguments of an
+    /// async fn stay in its future for its whole life, so an async fn that
+    /// waited for the first bytes and then called this one would hold the
+    /// edge and the service twice, about 1 KiB more per idle connection
+    /// (`benches/idle.sh`).
     async fn serve<I, S, B>(
-        self,
+        mut self,
         io: I,
-        protocol: Protocol,
         mut edge: Edge,
         service: S,
         send_timeout: Option<Duration>,
     ) where
-        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        I: AsyncRead + AsyncWrite + Speaks + Unpin + Send + 'static,
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
         S::Future: Send + 'static,
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        let Some(protocol) = self.opening("first bytes", io.protocol(), &edge.conn).await else {
+            return;
+        };
         let activity = edge.activity.clone();
         let watcher = ConnectionWatcher::new(activity.clone(), self.permit, send_timeout);
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
@@ -321,6 +299,31 @@ impl Connection {
 enum Protocol {
     Http1,
     Http2,
+}
+
+/// How a connection's stream tells which protocol it carries.
+trait Speaks {
+    fn protocol(&self) -> impl Future<Output = std::io::Result<Protocol>> + Send;
+}
+
+/// A plain connection: HTTP/2 when its first bytes are HTTP/2's connection
+/// preface (prior knowledge), else HTTP/1.
+impl Speaks for Socket {
+    fn protocol(&self) -> impl Future<Output = std::io::Result<Protocol>> + Send {
+        sniff(self.tcp())
+    }
+}
+
+/// HTTPS: HTTP/2 when the client chose `h2` by ALPN, else HTTP/1 (RFC 9113,
+/// section 3.3: HTTP/2 over TLS is always negotiated).
+#[cfg(feature = "tls")]
+impl<T> Speaks for tokio_rustls::server::TlsStream<T> {
+    fn protocol(&self) -> impl Future<Output = std::io::Result<Protocol>> + Send {
+        std::future::ready(Ok(match self.get_ref().1.alpn_protocol() {
+            Some(b"h2") => Protocol::Http2,
+            _ => Protocol::Http1,
+        }))
+    }
 }
 
 /// HTTP/2's connection preface (RFC 9113, section 3.4).

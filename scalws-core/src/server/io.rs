@@ -227,6 +227,10 @@ impl Socket {
     pub(crate) fn new(stream: TcpStream) -> Self {
         Self { stream }
     }
+
+    pub(crate) fn tcp(&self) -> &TcpStream {
+        &self.stream
+    }
 }
 
 impl AsyncRead for Socket {
