@@ -349,9 +349,13 @@ async fn sniff(stream: &TcpStream) -> std::io::Result<Protocol> {
         }
         // The preface's start and nothing more yet. The socket stays
         // readable (its bytes are still there), so readiness cannot say when
-        // more come: look again after a pause, longer each time.
+        // more come: look again after a pause, twice as long each time, up to
+        // a second. A client that stalls there costs about ten looks a
+        // second at first and one a second after, until `header_read_timeout`;
+        // one that sends its preface in quick pieces waits at most as long
+        // again as it took.
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
+        pause = (pause * 2).min(Duration::from_secs(1));
     }
 }
 
