@@ -49,8 +49,8 @@ where
 {
     pub(crate) fn new(io: I) -> Conn<I, B, T> {
         let mut io = Buffered::new(io);
-        // ScalWS: see `Buffered::set_copy_small`.
-        io.set_copy_small(T::should_read_first());
+        // ScalWS: see `Buffered::set_server`.
+        io.set_server(T::should_read_first());
         Conn {
             io,
             state: State {

@@ -67,6 +67,9 @@ pub(crate) struct Buffered<T, B> {
     read_blocked: bool,
     read_buf: BytesMut,
     read_buf_strategy: ReadStrategy,
+    /// ScalWS: a server's reads take at most the strategy's next size (see
+    /// `set_server`).
+    capped_reads: bool,
     write_buf: WriteBuf<B>,
 }
 
@@ -101,6 +104,7 @@ where
             read_blocked: false,
             read_buf: BytesMut::with_capacity(0),
             read_buf_strategy: ReadStrategy::default(),
+            capped_reads: false,
             write_buf,
         }
     }
@@ -135,11 +139,14 @@ where
         self.write_buf.set_strategy(WriteStrategy::Flatten);
     }
 
-    /// ScalWS: a server's writes copy small buffers behind the head (see
-    /// `WriteBuf::buffer`). A client's are left as hyper wrote them: its
-    /// readiness for the next request follows its queue.
-    pub(crate) fn set_copy_small(&mut self, copy_small: bool) {
-        self.write_buf.copy_small = copy_small;
+    /// ScalWS: what a server's buffers do differently. Its writes copy small
+    /// buffers behind the head (see `WriteBuf::buffer`); a client's are left
+    /// as hyper wrote them: its readiness for the next request follows its
+    /// queue. Its reads take at most the strategy's next size (see
+    /// `poll_read_from_io`); a client's fill the room its buffer has.
+    pub(crate) fn set_server(&mut self, server: bool) {
+        self.write_buf.copy_small = server;
+        self.capped_reads = server;
     }
 
     pub(crate) fn set_write_strategy_queue(&mut self) {
@@ -289,10 +296,14 @@ where
         // SAFETY: ReadBuf and poll_read promise not to set any uninitialized
         // bytes onto `dst`.
         let dst = unsafe { self.read_buf.chunk_mut().as_uninit_slice_mut() };
-        // ScalWS: at most `next` bytes, so that a head is held to
-        // `max_buf_size` however much room the buffer has (a spare buffer,
-        // see `poll_read_from_io_idle`, can have more than `next`).
-        let room = if next > 0 { cmp::min(dst.len(), next) } else { dst.len() };
+        // ScalWS: a server reads at most `next` bytes, so that a head is held
+        // to `max_buf_size` however much room the buffer has (a spare or new
+        // buffer, see `poll_read_from_io_idle`, has more than `next`).
+        let room = if self.capped_reads && next > 0 {
+            cmp::min(dst.len(), next)
+        } else {
+            dst.len()
+        };
         let mut buf = ReadBuf::uninit(&mut dst[..room]);
         match Pin::new(&mut self.io).poll_read(cx, buf.unfilled()) {
             Poll::Ready(Ok(())) => {
@@ -1127,7 +1138,7 @@ mod tests {
 
         let mut buffered = Buffered::<_, Cursor<Vec<u8>>>::new(Compat::new(mock));
         buffered.write_buf.set_strategy(WriteStrategy::Queue);
-        buffered.set_copy_small(true);
+        buffered.set_server(true);
 
         buffered.headers_buf().extend(b"head ");
         buffered.buffer(Cursor::new(b"small ".to_vec()));
