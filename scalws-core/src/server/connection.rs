@@ -295,7 +295,7 @@ impl Connection {
 }
 
 /// What a TCP connection speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Protocol {
     Http1,
     Http2,
