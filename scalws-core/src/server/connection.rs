@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 use tower::Service;
 
 use super::activity::{Activity, Verdict};
-use super::edge::Edge;
+use super::edge::{Edge, EdgeService};
 use super::io::{ConnectionWatcher, Socket, TrackedIo};
 #[cfg(feature = "tls")]
 use super::io::{SendDeadline, Watched};
@@ -274,12 +274,7 @@ impl Connection {
         let io: TrackedIo<I> = TrackedIo::new(io, watcher);
         let io = TokioIo::new(io);
         edge.seal();
-        let edge = Arc::new(edge);
-        let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-            let edge = edge.clone();
-            let service = service.clone();
-            async move { edge.handle(service, request).await }
-        });
+        let service = EdgeService::new(edge, service);
         let protocols = &self.protocols;
         let connection = match protocol {
             Protocol::Http1 => Either::Left(

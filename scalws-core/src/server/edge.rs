@@ -7,11 +7,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures_util::FutureExt;
 use http::{Extensions, HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::Either;
 use hyper::body::Incoming;
-use tower::{Service, ServiceExt};
+use tower::Service;
 
 use super::activity::{Activity, SendClock};
 use super::bodiless::{Emptiable, forbid_body};
@@ -32,21 +31,6 @@ pub(crate) struct Edge {
     pub(crate) max_request_body: u64,
     /// Advertises HTTP/3 on HTTPS listeners that have it on the same port.
     pub(crate) alt_svc: Option<HeaderValue>,
-}
-
-/// Marks a request finished however its future ends before its response
-/// head (an error, a drop); at the head it becomes the body's [`Open`].
-struct InFlight<'a>(&'a Arc<Activity>);
-
-impl InFlight<'_> {
-    /// The response head is ready: the request's count passes to its body.
-    fn into_open(self) -> Open {
-        let activity = self.0.clone();
-        // Its drop would count the request finished a second time.
-        std::mem::forget(self);
-        activity.response_ready();
-        Open(activity)
-    }
 }
 
 /// A response body being sent, however it ends: the connection is busy
@@ -121,12 +105,6 @@ impl<B: http_body::Body> http_body::Body for Sending<B> {
     }
 }
 
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.request_finished();
-    }
-}
-
 impl Edge {
     pub(crate) fn new(
         conn: ConnInfo,
@@ -150,63 +128,218 @@ impl Edge {
         self.extensions = extensions;
     }
 
-    /// Answers one request with `service`, a clone of the connection's own:
-    /// the service need not be `Sync` (a `tower::util::BoxCloneService` is not).
-    pub(crate) async fn handle<S, B>(
-        &self,
-        service: S,
-        request: Request<Incoming>,
-    ) -> Result<Response<Sending<Either<B, Body>>>, Infallible>
+    /// Starts answering `request` with `service`, a clone of the
+    /// connection's own (so the service need not be `Sync`; a
+    /// `tower::util::BoxCloneService` is not). A request refused here (a
+    /// declared body over the limit, an HTTP/2 CONNECT that is not a
+    /// WebSocket) never reaches the service.
+    fn handle<S, B>(self: &Arc<Self>, service: S, request: Request<Incoming>) -> Handling<S, B>
     where
-        B: http_body::Body,
-        S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
-        S::Error: Into<BoxError>,
-        S::Future: Send,
+        S: Service<Request<Body>, Response = Response<B>>,
     {
         let multiplexed = request.version() == Version::HTTP_2;
         self.activity.request_started(multiplexed);
-        let in_flight = InFlight(&self.activity);
-        // One `map` of the response: it is a large value to move.
-        let sending = |body| Sending {
-            body,
-            clock: multiplexed.then(|| self.activity.send_clock()),
-            open: in_flight.into_open(),
-        };
-
         let head = request.method() == Method::HEAD;
-        if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
-            let mut response =
-                reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()).map(sending);
-            forbid_body(&mut response, head);
-            return Ok(response);
-        }
-
-        let mut request = request.map(|body| Body::incoming(body, self.max_request_body));
-        // An HTTP/2 WebSocket (RFC 8441) goes on as an HTTP/1.1 upgrade.
-        let connect = multiplexed && request.method() == Method::CONNECT;
-        if connect && !websocket::from_extended_connect(&mut request) {
-            let response = reject(StatusCode::NOT_IMPLEMENTED, request.version());
-            return Ok(response.map(sending));
-        }
-        request.extensions_mut().extend(self.extensions.clone());
-
-        let call = service.oneshot(request);
-        let mut response = match AssertUnwindSafe(call).catch_unwind().await {
-            Ok(Ok(response)) => response.map(|body| sending(Either::Left(body))),
-            Ok(Err(error)) => failed(error.into()).map(sending),
-            Err(_panic) => panicked().map(sending),
+        let stage = if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
+            Stage::Refused {
+                response: Some(reject(StatusCode::PAYLOAD_TOO_LARGE, request.version())),
+            }
+        } else {
+            let mut request = request.map(|body| Body::incoming(body, self.max_request_body));
+            // An HTTP/2 WebSocket (RFC 8441) goes on as an HTTP/1.1 upgrade.
+            let connect = multiplexed && request.method() == Method::CONNECT;
+            if connect && !websocket::from_extended_connect(&mut request) {
+                Stage::Refused {
+                    response: Some(reject(StatusCode::NOT_IMPLEMENTED, request.version())),
+                }
+            } else {
+                request.extensions_mut().extend(self.extensions.clone());
+                Stage::Ready {
+                    service,
+                    request: Some(request),
+                    connect,
+                }
+            }
         };
-        if let Some(alt_svc) = &self.alt_svc {
-            response
-                .headers_mut()
+        Handling {
+            edge: self.clone(),
+            multiplexed,
+            head,
+            stage,
+        }
+    }
+}
+
+/// One connection's service as hyper calls it: each request gets a clone of
+/// the tower service and the connection's [`Edge`].
+pub(crate) struct EdgeService<S> {
+    edge: Arc<Edge>,
+    service: S,
+}
+
+impl<S> EdgeService<S> {
+    pub(crate) fn new(edge: Edge, service: S) -> Self {
+        Self {
+            edge: Arc::new(edge),
+            service,
+        }
+    }
+}
+
+impl<S, B> hyper::service::Service<Request<Incoming>> for EdgeService<S>
+where
+    B: http_body::Body,
+    S: Service<Request<Body>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+{
+    type Response = Response<Sending<Either<B, Body>>>;
+    type Error = Infallible;
+    type Future = Handling<S, B>;
+
+    #[inline]
+    fn call(&self, request: Request<Incoming>) -> Handling<S, B> {
+        self.edge.handle(self.service.clone(), request)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request being answered: the service's readiness, its call and its
+    /// future, a failure or a panic in any of them answered as a response
+    /// (500 for a panic; the connection goes on). Written out, not an
+    /// `async` block around `oneshot` and `catch_unwind`: each of those
+    /// layers held the request and the service once more and moved them,
+    /// and the future, into the next.
+    pub(crate) struct Handling<S, B>
+    where
+        S: Service<Request<Body>, Response = Response<B>>,
+    {
+        edge: Arc<Edge>,
+        multiplexed: bool,
+        head: bool,
+        #[pin]
+        stage: Stage<S, S::Future, B>,
+    }
+
+    impl<S, B> PinnedDrop for Handling<S, B>
+    where
+        S: Service<Request<Body>, Response = Response<B>>,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            // Ended before its response head (an error, a drop): at the
+            // head, the request's count passed to the body's `Open`.
+            if !matches!(this.stage, Stage::Answered) {
+                this.edge.activity.request_finished();
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StageProj]
+    enum Stage<S, F, B> {
+        /// Waiting for the service to be ready; `request` is taken by its call.
+        Ready { service: S, request: Option<Request<Body>>, connect: bool },
+        Called { #[pin] future: F, connect: bool },
+        /// Refused before the service: the response is taken when polled.
+        Refused { response: Option<Response<Either<B, Body>>> },
+        /// The response head was handed on.
+        Answered,
+    }
+}
+
+/// How a response was made: a refused request's gets no `Alt-Svc`; a
+/// WebSocket's CONNECT (RFC 8441) answered by the service is turned back
+/// into HTTP/2's form.
+#[derive(Clone, Copy)]
+enum Made {
+    Refused,
+    Served { connect: bool },
+}
+
+impl<S, B> Future for Handling<S, B>
+where
+    B: http_body::Body,
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    type Output = Result<Response<Sending<Either<B, Body>>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| this.stage.as_mut().answer(cx)));
+        let (response, made) = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(answer)) => answer,
+            Err(_panic) => (panicked(), Made::Served { connect: false }),
+        };
+        // The service (or its future) is dropped here, before the body is sent.
+        this.stage.set(Stage::Answered);
+        let (mut parts, body) = response.into_parts();
+        if let (Made::Served { .. }, Some(alt_svc)) = (made, &this.edge.alt_svc) {
+            parts
+                .headers
                 .entry(header::ALT_SVC)
                 .or_insert_with(|| alt_svc.clone());
         }
-        if connect {
+        let activity = &this.edge.activity;
+        activity.response_ready();
+        let sending = Sending {
+            body,
+            clock: this.multiplexed.then(|| activity.send_clock()),
+            open: Open(activity.clone()),
+        };
+        let mut response = Response::from_parts(parts, sending);
+        if let Made::Served { connect: true } = made {
             response = websocket::to_extended_connect(response);
         }
-        forbid_body(&mut response, head);
-        Ok(response)
+        forbid_body(&mut response, *this.head);
+        Poll::Ready(Ok(response))
+    }
+}
+
+impl<S, B> Stage<S, S::Future, B>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    /// The response, and how it was made.
+    #[inline(always)]
+    fn answer(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<(Response<Either<B, Body>>, Made)> {
+        if let StageProj::Ready {
+            service,
+            request,
+            connect,
+        } = self.as_mut().project()
+        {
+            if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
+                return Poll::Ready((failed(error.into()), Made::Served { connect: false }));
+            }
+            let connect = *connect;
+            let Some(request) = request.take() else {
+                unreachable!("a request is taken once, and the stage moves on at once")
+            };
+            let future = service.call(request);
+            self.set(Stage::Called { future, connect });
+        }
+        match self.project() {
+            StageProj::Called { future, connect } => {
+                let response = match std::task::ready!(future.poll(cx)) {
+                    Ok(response) => response.map(Either::Left),
+                    Err(error) => failed(error.into()),
+                };
+                Poll::Ready((response, Made::Served { connect: *connect }))
+            }
+            StageProj::Refused { response } => match response.take() {
+                Some(response) => Poll::Ready((response, Made::Refused)),
+                None => unreachable!("a refused request is answered once"),
+            },
+            StageProj::Ready { .. } | StageProj::Answered => {
+                unreachable!("a request is answered once")
+            }
+        }
     }
 }
 
