@@ -218,24 +218,18 @@ impl Forward {
     /// through the pointer its caller passes, which
     /// `ActionFuture::boxed_in_place` makes the box. The head and body come
     /// apart and go straight into [`forward`]'s state: each layer of async
-    /// function between them would copy the request once more.
+    /// function between them would keep the request once more and copy it.
     #[inline(never)]
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "spelled out so that `inline(never)` is plainly on the constructor, whose 4 KiB result goes into the box"
-    )]
     fn owned(self, parts: Parts, body: Body) -> impl Future<Output = Response<Body>> + Send {
-        async move { forward(&self.pool, self.upstream.as_ref(), parts, body).await }
+        forward(self, parts, body)
     }
 }
 
-/// Forwards one request to `pool` (the steps in the module docs).
-async fn forward(
-    pool: &UpstreamPool,
-    layered: Option<&UpstreamService>,
-    mut parts: Parts,
-    body: Body,
-) -> Response<Body> {
+/// Forwards one request to `forward`'s pool, or its embedder's upstream
+/// layers (the steps in the module docs).
+async fn forward(forward: Forward, mut parts: Parts, body: Body) -> Response<Body> {
+    let pool = &forward.pool;
+    let layered = forward.upstream.as_ref();
     let conn = parts.extensions.get::<ConnInfo>();
     let peer = conn.map(|c| c.peer_ip_header().clone());
     let scheme = conn.map_or("http", |c| c.scheme().as_str());
