@@ -104,6 +104,98 @@ async fn headers_are_cleaned_and_forwarding_headers_set_both_protocols() {
     }
 }
 
+/// `X-Forwarded-For` on several lines becomes one line, the client's
+/// values joined and its address last, whatever the upstream speaks (an
+/// `http1` upstream's head gets the fields as it is written, an `http2`
+/// one's through the header map). Three lines made a 500 before: http's
+/// `insert_mult` panics on them.
+#[tokio::test]
+async fn several_forwarded_for_lines_become_one_for_either_upstream_protocol() {
+    let upstream = echo_headers().await;
+    let dir = tempfile::tempdir().unwrap();
+    for protocol in ["http1", "http2"] {
+        let config = format!(
+            r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  app: {{ addresses: ["{}"], protocol: {protocol} }}
+applications:
+  - name: site
+    domains: ["*"]
+    routes:
+      - {{ path: /, proxy: app }}
+"#,
+            upstream.addr
+        );
+        let running = support::start(&config, dir.path());
+        let builder = request("GET", "app.example.com", "/")
+            .header("x-forwarded-for", "10.0.0.1")
+            .header("x-forwarded-for", "10.0.0.2, 10.0.0.3")
+            .header("x-forwarded-for", "10.0.0.4")
+            .header("x-forwarded-host", "evil.example")
+            .header("x-forwarded-proto", "https");
+        let reply = TestClient::new(Proto::Http1)
+            .send(running.addr("http"), builder.body(Full::default()).unwrap())
+            .await;
+        assert_eq!(reply.status, 200, "{protocol}");
+        let seen = reply.text();
+        let header = |name: &str| -> Vec<&str> {
+            seen.lines()
+                .filter_map(|l| l.strip_prefix(&format!("{name}: ")))
+                .collect()
+        };
+        assert_eq!(
+            header("x-forwarded-for"),
+            ["10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 127.0.0.1"],
+            "{protocol}: {seen}"
+        );
+        assert_eq!(
+            header("x-forwarded-host"),
+            ["app.example.com"],
+            "{protocol}: {seen}"
+        );
+        assert_eq!(header("x-forwarded-proto"), ["http"], "{protocol}: {seen}");
+    }
+}
+
+/// A balancer that hashes `X-Forwarded-For` hashes it as the upstream gets
+/// it: a client that sent none is keyed by its own address, so all its
+/// requests go to one upstream (not round robin, as for a missing header).
+#[tokio::test]
+async fn header_hash_on_forwarded_for_sees_the_proxy_s_value() {
+    let first = Upstream::start(|_| async { ok("first") }).await;
+    let second = Upstream::start(|_| async { ok("second") }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  app:
+    addresses: ["{}", "{}"]
+    balance: header_hash
+    hash_header: x-forwarded-for
+applications:
+  - name: site
+    domains: ["*"]
+    routes:
+      - {{ path: /, proxy: app }}
+"#,
+        first.addr, second.addr
+    );
+    let running = support::start(&config, dir.path());
+    let client = TestClient::new(Proto::Http1);
+    let mut answers = Vec::new();
+    for _ in 0..6 {
+        let builder = request("GET", "app.example.com", "/");
+        let reply = client
+            .send(running.addr("http"), builder.body(Full::default()).unwrap())
+            .await;
+        assert_eq!(reply.status, 200);
+        answers.push(reply.text().to_owned());
+    }
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+}
+
 #[tokio::test]
 async fn request_body_streams_up_and_an_unread_body_does_not_leak_into_the_next_request() {
     let upstream = Upstream::start(|req| async move {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use http::{HeaderName, Request};
 use scalws_core::{Body, ConnInfo};
 
+use super::Forwarding;
 use super::endpoint::Endpoint;
 use super::options::Balance;
 use super::rendezvous;
@@ -90,6 +91,15 @@ impl Balancer {
                 .get(name)
                 .map(|value| rendezvous::hash_bytes(value.as_bytes())),
             _ => None,
+        }
+    }
+
+    /// Whether the key is a field the proxy sets (`X-Forwarded-*`), which
+    /// must then be in the header map before [`Balancer::key`] reads it.
+    pub(crate) fn hashes_forwarding(&self) -> bool {
+        match &self.strategy {
+            Strategy::HeaderHash(name) => Forwarding::sets(name),
+            _ => false,
         }
     }
 

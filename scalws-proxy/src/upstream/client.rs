@@ -10,6 +10,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use scalws_core::{Body, BoxError};
 use tokio::time::Instant;
 
+use super::Forwarding;
 use super::connector::Connector;
 use super::http1::Http1Client;
 use super::options::{Protocol, UpstreamOptions};
@@ -31,15 +32,24 @@ impl UpstreamClient {
     /// `http1` the URI must be origin-form and Host set. The future is the
     /// chosen client's own, not an async function around it: that would be
     /// one more copy of the request per request.
+    ///
+    /// `forwarding`'s fields go with the request: `http1` writes them into
+    /// the head, the pooled client gets them in the header map.
     #[inline]
-    pub(crate) fn request(
-        &self,
-        request: Request<Body>,
+    pub(crate) fn request<'a>(
+        &'a self,
+        mut request: Request<Body>,
         deadline: Instant,
-    ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
+        forwarding: Option<&'a Forwarding>,
+    ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + 'a {
         match self {
-            Self::Http1(client) => Either::Left(client.request(request, deadline)),
-            Self::Pooled(client) => Either::Right(pooled(client, request, deadline)),
+            Self::Http1(client) => Either::Left(client.request(request, deadline, forwarding)),
+            Self::Pooled(client) => {
+                if let Some(forwarding) = forwarding {
+                    forwarding.apply(request.headers_mut());
+                }
+                Either::Right(pooled(client, request, deadline))
+            }
         }
     }
 }

@@ -98,7 +98,11 @@ impl Checker {
         // The check's deadline bounds the head here and, below, the body.
         let deadline = tokio::time::Instant::now() + self.check.timeout;
         let check = async {
-            let response = endpoint.client().request(request, deadline).await.ok()?;
+            let response = endpoint
+                .client()
+                .request(request, deadline, None)
+                .await
+                .ok()?;
             let status = response.status();
             drain(response.into_body()).await;
             Some(status.is_success() || status.is_redirection())

@@ -42,6 +42,7 @@ use scalws_core::clock::{millis, now_ms};
 use scalws_core::{Body, BoxError};
 use tokio::time::Instant;
 
+use super::Forwarding;
 use super::client::{DeadlinePassed, within};
 use super::connector::Connector;
 use super::retry::Unanswered;
@@ -113,11 +114,12 @@ impl Http1Client {
         &self,
         request: Request<Body>,
         deadline: Instant,
+        forwarding: Option<&Forwarding>,
     ) -> Result<Response<Body>, BoxError> {
         if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
             // Boxed: its future (hyper's handshake and send) would make this
             // one, and every future around it, a kilobyte larger to move.
-            return within(deadline, Box::pin(self.upgrade(request))).await?;
+            return within(deadline, Box::pin(self.upgrade(request, forwarding))).await?;
         }
         let (request, body) = request.into_parts();
         let wire = match self.checkout() {
@@ -129,7 +131,7 @@ impl Http1Client {
                 Err(source) => return Err(unanswered(request, source)),
             },
         };
-        let mut exchange = match Exchange::start(wire, &request, body) {
+        let mut exchange = match Exchange::start(wire, &request, body, forwarding) {
             Ok(exchange) => exchange,
             Err((wire, error)) => {
                 // Nothing was written: the connection is as it was.
@@ -175,11 +177,19 @@ impl Http1Client {
     /// tunnel needs the connection driven past this request, so it gets a
     /// task of its own, and is not reused.
     #[cold]
-    async fn upgrade(&self, request: Request<Body>) -> Result<Response<Body>, BoxError> {
-        // hyper's client takes the request: a copy of its head is kept for
-        // a retry (this path is rare).
+    async fn upgrade(
+        &self,
+        request: Request<Body>,
+        forwarding: Option<&Forwarding>,
+    ) -> Result<Response<Body>, BoxError> {
+        // hyper's client takes the request: a copy of its head, as it came,
+        // is kept for a retry (this path is rare).
         let (head, body) = request.into_parts();
-        let request = Request::from_parts(head.clone(), body);
+        let mut sent = head.clone();
+        if let Some(forwarding) = forwarding {
+            forwarding.apply(&mut sent.headers);
+        }
+        let request = Request::from_parts(sent, body);
         let sent = async {
             let io = match self.checkout() {
                 Some(wire) => TokioIo::new(wire.into_io()),

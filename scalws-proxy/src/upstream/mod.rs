@@ -79,6 +79,7 @@ mod client;
 mod connector;
 mod endpoint;
 mod error;
+mod forwarding;
 mod health;
 mod http1;
 mod options;
@@ -124,6 +125,7 @@ mod tls {
 pub use address::UpstreamAddress;
 pub use endpoint::{EndpointState, EndpointStats};
 pub use error::{ConnectFailed, ConnectTimedOut, InvalidUpstream, UpstreamError};
+pub(crate) use forwarding::Forwarding;
 pub use options::{Balance, HealthCheck, Passive, Protocol, TlsOptions, UpstreamOptions};
 pub use pool::UpstreamPool;
 

@@ -11,6 +11,7 @@ use http::{Request, Response, StatusCode, Uri, Version, header};
 use scalws_core::Body;
 use tokio::task::AbortHandle;
 
+use super::Forwarding;
 use super::balance::Balancer;
 use super::client::{self, DeadlinePassed};
 use super::connector::Connector;
@@ -198,12 +199,30 @@ impl UpstreamPool {
     /// `close` is about the pool's connection, which the pool keeps or
     /// closes, and is not among the response's headers. Any other
     /// `Connection` is there as sent.
-    pub async fn send(
+    #[inline]
+    pub fn send(
+        &self,
+        request: Request<Body>,
+    ) -> impl Future<Output = Result<(Response<Body>, SocketAddr), UpstreamError>> + Send + '_ {
+        self.send_forwarded(request, None)
+    }
+
+    /// [`send`](Self::send), with the proxy's `X-Forwarded-*` fields added
+    /// on the way (see [`Forwarding`]).
+    pub(crate) async fn send_forwarded(
         &self,
         mut request: Request<Body>,
+        mut forwarding: Option<&Forwarding>,
     ) -> Result<(Response<Body>, SocketAddr), UpstreamError> {
         let inner = &*self.inner;
         let deadline = tokio::time::Instant::now() + inner.request_timeout;
+        // A balancer that hashes one of the fields sees them as sent.
+        if let Some(fields) = forwarding
+            && inner.balancer.hashes_forwarding()
+        {
+            fields.apply(request.headers_mut());
+            forwarding = None;
+        }
         let key = inner.balancer.key(&request);
         let may_retry = inner.retries > 0 && Replay::allowed(&request);
         // `http1` attempts give the request's head back when they fail
@@ -220,7 +239,7 @@ impl UpstreamPool {
             let settled = match inner.prepare(index, &mut request) {
                 Ok(attempt) => {
                     let client = attempt.endpoint.client();
-                    let outcome = client.request(request, deadline).await;
+                    let outcome = client.request(request, deadline, forwarding).await;
                     inner.settle(attempt, outcome)
                 }
                 Err(failed) => Err(failed),

@@ -1,12 +1,9 @@
 //! Header hygiene between client and upstream: hop-by-hop headers removed both
-//! ways (RFC 9110 7.6.1), forwarding headers added on the way up.
+//! ways (RFC 9110 7.6.1). The forwarding fields added on the way up are
+//! [`Forwarding`](crate::upstream::Forwarding)'s.
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 static PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 static HTTP2_SETTINGS: HeaderName = HeaderName::from_static("http2-settings");
@@ -116,61 +113,6 @@ pub(crate) fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
         .flat_map(|v| v.split(','))
         .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
     (websocket && connection_upgrade).then(|| upgrade.clone())
-}
-
-/// Appends the client (its IP as a header value) to `X-Forwarded-For` and
-/// sets `X-Forwarded-Proto` and `X-Forwarded-Host`.
-pub(crate) fn add_forwarding(
-    headers: &mut HeaderMap,
-    peer: Option<HeaderValue>,
-    scheme: &'static str,
-    host: Option<&HeaderValue>,
-) {
-    if let Some(peer) = peer {
-        // One lookup of the name, which is hashed byte by byte (not a
-        // standard header): most requests come without it.
-        match headers.entry(&X_FORWARDED_FOR) {
-            header::Entry::Vacant(vacant) => {
-                vacant.insert(peer);
-            }
-            header::Entry::Occupied(mut occupied) => {
-                let value = match joined(occupied.iter()) {
-                    Some(previous) => {
-                        let mut value = previous.into_bytes();
-                        value.extend_from_slice(b", ");
-                        value.extend_from_slice(peer.as_bytes());
-                        HeaderValue::from_maybe_shared(Bytes::from(value)).ok()
-                    }
-                    None => Some(peer),
-                };
-                if let Some(value) = value {
-                    // Every earlier line replaced by the one value.
-                    occupied.insert_mult(value).for_each(drop);
-                }
-            }
-        }
-    }
-    headers.insert(X_FORWARDED_PROTO.clone(), HeaderValue::from_static(scheme));
-    match host {
-        Some(host) => {
-            headers.insert(X_FORWARDED_HOST.clone(), host.clone());
-        }
-        None => {
-            headers.remove(&X_FORWARDED_HOST);
-        }
-    }
-}
-
-/// Values of a list header, joined with ", " (it may come as several
-/// lines); values that are not text are left out, and `None` if none is.
-fn joined<'a>(values: impl Iterator<Item = &'a HeaderValue>) -> Option<String> {
-    let mut values = values.filter_map(|v| v.to_str().ok());
-    let first = values.next()?;
-    Some(values.fold(first.to_owned(), |mut all, v| {
-        all.push_str(", ");
-        all.push_str(v);
-        all
-    }))
 }
 
 #[cfg(test)]
@@ -284,26 +226,6 @@ mod tests {
         assert_eq!(headers["te"], "trailers");
         remove_hop_by_hop(&mut headers, false);
         assert!(headers.get("te").is_none());
-    }
-
-    #[test]
-    fn forwarding_headers_append_and_set() {
-        let mut headers = map(&[
-            ("x-forwarded-for", "1.1.1.1"),
-            ("x-forwarded-for", "2.2.2.2"),
-            ("x-forwarded-proto", "https"),
-        ]);
-        let host = HeaderValue::from_static("example.com");
-        add_forwarding(
-            &mut headers,
-            Some(HeaderValue::from_static("127.0.0.1")),
-            "http",
-            Some(&host),
-        );
-        assert_eq!(headers["x-forwarded-for"], "1.1.1.1, 2.2.2.2, 127.0.0.1");
-        assert_eq!(headers.get_all("x-forwarded-for").iter().count(), 1);
-        assert_eq!(headers["x-forwarded-proto"], "http");
-        assert_eq!(headers["x-forwarded-host"], "example.com");
     }
 
     #[test]

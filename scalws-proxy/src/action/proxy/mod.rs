@@ -36,7 +36,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 
 use super::{ActionFuture, routed_host_value};
-use crate::upstream::{UpstreamAddress, UpstreamError, UpstreamPool, UpstreamService};
+use crate::upstream::{Forwarding, UpstreamAddress, UpstreamError, UpstreamPool, UpstreamService};
 
 /// Forwards requests to one pool, through a response cache when one is set
 /// (feature `cache`).
@@ -263,11 +263,14 @@ async fn forward(forward: Forward, mut parts: Parts, body: Body) -> Response<Bod
         }
     };
     let set_host = headers::remove_hop_by_hop(&mut parts.headers, true) || set_host;
-    let forwarded_host = match parts.extensions.get::<OriginalHost>() {
-        Some(OriginalHost(original)) => Some(original),
-        None => host.as_ref(),
+    let forwarding = Forwarding {
+        peer,
+        scheme,
+        host: match parts.extensions.get::<OriginalHost>() {
+            Some(OriginalHost(original)) => Some(original.clone()),
+            None => host.clone(),
+        },
     };
-    headers::add_forwarding(&mut parts.headers, peer, scheme, forwarded_host);
     if set_host && let Some(host) = &host {
         parts.headers.insert(header::HOST, host.clone());
     }
@@ -286,9 +289,12 @@ async fn forward(forward: Forward, mut parts: Parts, body: Body) -> Response<Bod
     parts.version = Version::HTTP_11;
     let observed = parts.extensions.get::<Observed>().is_some();
 
-    let request = Request::from_parts(parts, body);
     let (mut parts, body) = match layered {
-        None => match pool.send(request).await {
+        // The pool puts the forwarding fields where its upstream needs them.
+        None => match pool
+            .send_forwarded(Request::from_parts(parts, body), Some(&forwarding))
+            .await
+        {
             Ok((upstream, address)) => {
                 let (mut parts, body) = upstream.into_parts();
                 if observed {
@@ -298,10 +304,15 @@ async fn forward(forward: Forward, mut parts: Parts, body: Body) -> Response<Bod
             }
             Err(error) => return failed(&error, error.status()),
         },
-        Some(layered) => match layered.clone().oneshot(request).await {
-            Ok(response) => response.into_parts(),
-            Err(error) => return failed_layered(&error),
-        },
+        // The embedder's layers see the request as it will be sent.
+        Some(layered) => {
+            forwarding.apply(&mut parts.headers);
+            let request = Request::from_parts(parts, body);
+            match layered.clone().oneshot(request).await {
+                Ok(response) => response.into_parts(),
+                Err(error) => return failed_layered(&error),
+            }
+        }
     };
     if parts.status == StatusCode::SWITCHING_PROTOCOLS {
         return switching(parts, client_upgrade);

@@ -15,17 +15,21 @@ use scalws_core::Body;
 use super::{
     Decode, Exchange, Sending, Wire, WireError, content_length, ends_in_chunked, has_token,
 };
+use crate::upstream::Forwarding;
+use crate::upstream::forwarding::X_FORWARDED_FOR;
 
 impl Exchange {
     /// Writes a request's head (`parts`) into the connection's buffer
     /// (nothing is sent yet) and takes its body. The head must be
-    /// origin-form with its Host; it goes as HTTP/1.1. It is borrowed, not
-    /// taken, so that the caller still has it to send again. A request that
-    /// cannot be framed gives its connection back with the error.
+    /// origin-form with its Host; it goes as HTTP/1.1, with `forwarding`'s
+    /// fields in place of the request's own. It is borrowed, not taken, so
+    /// that the caller still has it to send again. A request that cannot be
+    /// framed gives its connection back with the error.
     pub(crate) fn start(
         mut wire: Box<Wire>,
         parts: &Parts,
         body: Body,
+        forwarding: Option<&Forwarding>,
     ) -> Result<Self, (Box<Wire>, WireError)> {
         let headers = &parts.headers;
         // What the head says about the body, in one pass over its names.
@@ -106,8 +110,15 @@ impl Exchange {
         out.extend_from_slice(target.as_bytes());
         out.extend_from_slice(b" HTTP/1.1\r\n");
         let mut coding = 0usize;
+        let mut client_for = false;
         for (name, value) in headers {
             if *name == header::CONTENT_LENGTH && !keep_length {
+                continue;
+            }
+            if let Some(forwarding) = forwarding
+                && forwarding.replaces(name)
+            {
+                client_for |= *name == X_FORWARDED_FOR;
                 continue;
             }
             let is_coding = *name == header::TRANSFER_ENCODING;
@@ -125,6 +136,9 @@ impl Exchange {
                 }
             }
             out.extend_from_slice(b"\r\n");
+        }
+        if let Some(forwarding) = forwarding {
+            forwarding.write(out, headers, client_for);
         }
         let sending = match framing {
             Framing::None { .. } => Sending::Done,

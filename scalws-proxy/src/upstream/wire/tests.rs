@@ -81,7 +81,7 @@ struct Answer {
 
 async fn exchange(wire: Box<Wire>, request: Request<Body>) -> Result<Answer, WireError> {
     let (head, body) = request.into_parts();
-    let mut exchange = Exchange::start(wire, &head, body).map_err(|(_, e)| e)?;
+    let mut exchange = Exchange::start(wire, &head, body, None).map_err(|(_, e)| e)?;
     let response = poll_fn(|cx| exchange.poll_head(cx)).await?;
     let mut body = Vec::new();
     let mut trailers = None;
@@ -703,7 +703,7 @@ async fn a_recycled_header_map_carries_nothing_into_the_next_answer() {
             .body(Body::empty())
             .unwrap()
             .into_parts();
-        let mut exchange = Exchange::start(wire, &head, body)
+        let mut exchange = Exchange::start(wire, &head, body, None)
             .map_err(|(_, e)| e)
             .unwrap();
         let response = poll_fn(|cx| exchange.poll_head(cx)).await.unwrap();
@@ -742,7 +742,7 @@ async fn field_names_remembered_by_place_are_each_answers_own() {
     let mut fields = Vec::new();
     for _ in answers {
         let (head, body) = get("/").into_parts();
-        let mut exchange = Exchange::start(wire, &head, body)
+        let mut exchange = Exchange::start(wire, &head, body, None)
             .map_err(|(_, e)| e)
             .unwrap();
         let response = poll_fn(|cx| exchange.poll_head(cx)).await.unwrap();
