@@ -32,6 +32,8 @@ pub(crate) struct Balancer {
     seeds: Box<[u64]>,
     /// Every non-zero weight is equal: rendezvous compares raw hashes.
     uniform: bool,
+    /// The key is a field the proxy sets (`X-Forwarded-*`), decided at build.
+    keys_on_forwarding: bool,
 }
 
 enum Strategy {
@@ -64,6 +66,8 @@ impl Balancer {
         let mut nonzero = weights.iter().filter(|&&w| w > 0);
         let first = nonzero.next().copied().unwrap_or(0);
         let uniform = nonzero.all(|&w| w == first);
+        let keys_on_forwarding =
+            matches!(&strategy, Strategy::HeaderHash(name) if Forwarding::sets(name));
         Self {
             strategy,
             schedule: smooth_schedule(&weights),
@@ -75,6 +79,7 @@ impl Balancer {
                 .map(|e| rendezvous::seed(e.address()))
                 .collect(),
             uniform,
+            keys_on_forwarding,
         }
     }
 
@@ -96,11 +101,9 @@ impl Balancer {
 
     /// Whether the key is a field the proxy sets (`X-Forwarded-*`), which
     /// must then be in the header map before [`Balancer::key`] reads it.
+    #[inline]
     pub(crate) fn hashes_forwarding(&self) -> bool {
-        match &self.strategy {
-            Strategy::HeaderHash(name) => Forwarding::sets(name),
-            _ => false,
-        }
+        self.keys_on_forwarding
     }
 
     /// An endpoint for which `accept` holds, or `None` when there is none.
