@@ -114,119 +114,31 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn map(pairs: &[(&'static str, &'static [u8])]) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for (name, value) in pairs {
-            headers.append(*name, HeaderValue::from_bytes(value).unwrap());
-        }
-        headers
-    }
-
-    fn forwarding(peer: Option<&'static str>, host: Option<&'static str>) -> Forwarding {
-        Forwarding {
-            peer: peer.map(HeaderValue::from_static),
-            scheme: "http",
-            host: host.map(HeaderValue::from_static),
-        }
-    }
-
-    /// The lines `write` adds after the request's own, as `apply` leaves
-    /// the map: both ways give the upstream the same fields.
-    fn written(forwarding: &Forwarding, headers: &HeaderMap) -> HeaderMap {
-        let mut out = Vec::new();
-        let mut client_for = false;
-        for (name, value) in headers {
-            if forwarding.replaces(name) {
-                client_for |= *name == X_FORWARDED_FOR;
-                continue;
-            }
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        forwarding.write(&mut out, headers, client_for);
-        out.extend_from_slice(b"\r\n");
-        let mut parsed = [httparse::EMPTY_HEADER; 16];
-        let (_, fields) = httparse::parse_headers(&out, &mut parsed).unwrap().unwrap();
-        let mut map = HeaderMap::new();
-        for field in fields {
-            map.append(
-                HeaderName::from_bytes(field.name.as_bytes()).unwrap(),
-                HeaderValue::from_bytes(field.value).unwrap(),
-            );
-        }
-        map
-    }
-
-    fn lines(headers: &HeaderMap, name: &str) -> Vec<Vec<u8>> {
-        headers
-            .get_all(name)
-            .iter()
-            .map(|v| v.as_bytes().to_vec())
-            .collect()
-    }
-
+    /// The map's way; the wire's, and that both agree, is tested with the
+    /// wire (`the_head_carries_the_forwarding_fields_the_map_would_hold`).
     #[test]
     fn forwarding_fields_append_and_set() {
-        let headers = map(&[
-            ("x-forwarded-for", b"1.1.1.1"),
-            ("x-forwarded-for", b"2.2.2.2"),
-            ("x-forwarded-proto", b"https"),
-        ]);
-        let forwarding = forwarding(Some("127.0.0.1"), Some("example.com"));
-        let mut applied = headers.clone();
-        forwarding.apply(&mut applied);
-        assert_eq!(applied["x-forwarded-for"], "1.1.1.1, 2.2.2.2, 127.0.0.1");
-        assert_eq!(applied.get_all("x-forwarded-for").iter().count(), 1);
-        assert_eq!(applied["x-forwarded-proto"], "http");
-        assert_eq!(applied["x-forwarded-host"], "example.com");
-        assert_eq!(written(&forwarding, &headers), applied);
-    }
-
-    /// The map and the wire agree on every mix of what the client sent and
-    /// what the proxy knows.
-    #[test]
-    fn the_wire_writes_what_the_map_would_hold() {
-        let clients: [&[(&'static str, &'static [u8])]; 6] = [
-            &[],
-            &[("accept", b"*/*")],
-            &[("x-forwarded-for", b"10.0.0.1"), ("accept", b"*/*")],
-            &[
-                ("x-forwarded-for", b"10.0.0.1"),
-                ("x-forwarded-for", b"caf\xc3\xa9"),
-                ("x-forwarded-for", b"10.0.0.2"),
-            ],
-            &[("x-forwarded-for", b"\xff")],
-            &[
-                ("x-forwarded-host", b"evil.example"),
-                ("x-forwarded-proto", b"gopher"),
-                ("x-forwarded-host", b"more.example"),
-            ],
-        ];
-        for client in clients {
-            for peer in [None, Some("192.0.2.7")] {
-                for host in [None, Some("app.example.com")] {
-                    let headers = map(client);
-                    let forwarding = forwarding(peer, host);
-                    let mut applied = headers.clone();
-                    forwarding.apply(&mut applied);
-                    let written = written(&forwarding, &headers);
-                    for name in [
-                        "x-forwarded-for",
-                        "x-forwarded-proto",
-                        "x-forwarded-host",
-                        "accept",
-                    ] {
-                        assert_eq!(
-                            lines(&written, name),
-                            lines(&applied, name),
-                            "{name}: client {client:?}, peer {peer:?}, host {host:?}"
-                        );
-                    }
-                    assert_eq!(written.len(), applied.len());
-                }
-            }
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("x-forwarded-for", "1.1.1.1"),
+            ("x-forwarded-for", "2.2.2.2"),
+            ("x-forwarded-for", "3.3.3.3"),
+            ("x-forwarded-proto", "https"),
+        ] {
+            headers.append(name, HeaderValue::from_static(value));
         }
+        Forwarding {
+            peer: Some(HeaderValue::from_static("127.0.0.1")),
+            scheme: "http",
+            host: Some(HeaderValue::from_static("example.com")),
+        }
+        .apply(&mut headers);
+        assert_eq!(
+            headers["x-forwarded-for"],
+            "1.1.1.1, 2.2.2.2, 3.3.3.3, 127.0.0.1"
+        );
+        assert_eq!(headers.get_all("x-forwarded-for").iter().count(), 1);
+        assert_eq!(headers["x-forwarded-proto"], "http");
+        assert_eq!(headers["x-forwarded-host"], "example.com");
     }
 }

@@ -775,3 +775,82 @@ async fn field_names_remembered_by_place_are_each_answers_own() {
     );
     assert_eq!(fields[3], ["content-length=0"]);
 }
+
+/// The forwarding fields as the wire writes them into the head (the
+/// client's own lines left out, `X-Forwarded-For` joined) are what
+/// `Forwarding::apply` would put in the map, for every mix of what the
+/// client sent and what the proxy knows: an `http1` upstream gets the same
+/// fields as every other way up.
+#[tokio::test]
+async fn the_head_carries_the_forwarding_fields_the_map_would_hold() {
+    use crate::upstream::Forwarding;
+
+    let clients: [&[(&str, &[u8])]; 6] = [
+        &[],
+        &[("accept", b"*/*")],
+        &[("x-forwarded-for", b"10.0.0.1"), ("accept", b"*/*")],
+        &[
+            ("x-forwarded-for", b"10.0.0.1"),
+            ("x-forwarded-for", b"caf\xc3\xa9"),
+            ("x-forwarded-for", b"10.0.0.2"),
+        ],
+        &[("x-forwarded-for", b"\xff")],
+        &[
+            ("x-forwarded-host", b"evil.example"),
+            ("x-forwarded-proto", b"gopher"),
+            ("x-forwarded-host", b"more.example"),
+        ],
+    ];
+    // Heads are only written into the connection's buffer, never sent.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    for client in clients {
+        for peer in [None, Some("192.0.2.7")] {
+            for host in [None, Some("app.example.com")] {
+                let (mut head, ()) = Request::get("/")
+                    .header("host", "app.example.com")
+                    .body(())
+                    .unwrap()
+                    .into_parts();
+                for (name, value) in client {
+                    head.headers
+                        .append(*name, HeaderValue::from_bytes(value).unwrap());
+                }
+                let forwarding = Forwarding {
+                    peer: peer.map(HeaderValue::from_static),
+                    scheme: "http",
+                    host: host.map(HeaderValue::from_static),
+                };
+                let mut applied = head.headers.clone();
+                forwarding.apply(&mut applied);
+
+                let client_side = TcpStream::connect(addr).await.unwrap();
+                let wire = Box::new(Wire::new(UpstreamStream::Plain(client_side), 1024));
+                let Ok(exchange) = Exchange::start(wire, &head, Body::empty(), Some(&forwarding))
+                else {
+                    panic!("the head could not be written");
+                };
+                let mut fields = [httparse::EMPTY_HEADER; 16];
+                let mut parsed = httparse::Request::new(&mut fields);
+                assert!(parsed.parse(&exchange.wire.out).unwrap().is_complete());
+                let mut written = HeaderMap::new();
+                for field in parsed.headers.iter() {
+                    written.append(
+                        http::HeaderName::from_bytes(field.name.as_bytes()).unwrap(),
+                        HeaderValue::from_bytes(field.value).unwrap(),
+                    );
+                }
+                let context = format!("client {client:?}, peer {peer:?}, host {host:?}");
+                for name in applied.keys().chain(written.keys()) {
+                    let lines = |map: &HeaderMap| -> Vec<Vec<u8>> {
+                        map.get_all(name)
+                            .iter()
+                            .map(|v| v.as_bytes().to_vec())
+                            .collect()
+                    };
+                    assert_eq!(lines(&written), lines(&applied), "{name}: {context}");
+                }
+            }
+        }
+    }
+}
