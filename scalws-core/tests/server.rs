@@ -418,6 +418,48 @@ async fn keepalive_outlives_header_timeout_and_closes_after_keepalive_timeout() 
     assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
 }
 
+/// One HTTP/2 frame: its type, flags, stream and payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut frame = u32::try_from(payload.len()).unwrap().to_be_bytes()[1..].to_vec();
+    frame.extend([kind, flags]);
+    frame.extend(stream.to_be_bytes());
+    frame.extend(payload);
+    frame
+}
+
+/// A request that ends before its answer (an HTTP/2 stream the client
+/// resets: hyper drops the request's future) stops counting as in flight,
+/// so its connection, idle after it, is closed. The client is written by
+/// hand so that nothing but the reset ends the request.
+#[tokio::test]
+async fn a_request_reset_before_its_answer_leaves_its_connection_idle() {
+    let server = start(Limits {
+        keepalive_timeout: Duration::from_millis(300),
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
+    // HEADERS, END_STREAM | END_HEADERS: GET http://x/slow (HPACK: :method
+    // GET, :scheme http, :path and :authority as literals).
+    let mut fields = vec![0x82, 0x86, 0x44, 5];
+    fields.extend(b"/slow");
+    fields.extend([0x41, 1, b'x']);
+    opening.extend(h2_frame(0x1, 0x5, 1, &fields));
+    stream.write_all(&opening).await.unwrap();
+    // `/slow` would answer in 800 ms; the stream is reset (CANCEL) before.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stream
+        .write_all(&h2_frame(0x3, 0, 1, &8u32.to_be_bytes()))
+        .await
+        .unwrap();
+    assert!(
+        closed_within(&mut stream, Duration::from_secs(5)).await,
+        "the connection was kept as if the request were still in flight"
+    );
+}
+
 #[tokio::test]
 async fn a_panicking_request_gets_500_and_the_server_goes_on() {
     let server = start(Limits::default());
