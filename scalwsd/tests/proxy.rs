@@ -36,6 +36,23 @@ applications:
     )
 }
 
+/// One listener whose every request goes to the upstream `app`, given as
+/// its YAML mapping (`{ addresses: [...], ... }`).
+fn everything_to(app: &str) -> String {
+    format!(
+        r#"
+listeners: [{{ name: http, address: "127.0.0.1:0" }}]
+upstreams:
+  app: {app}
+applications:
+  - name: site
+    domains: ["*"]
+    routes:
+      - {{ path: /, proxy: app }}
+"#
+    )
+}
+
 /// An upstream that answers with the request line and headers it received,
 /// one per line, and sends hop-by-hop headers the proxy must remove.
 async fn echo_headers() -> Upstream {
@@ -114,20 +131,11 @@ async fn several_forwarded_for_lines_become_one_for_either_upstream_protocol() {
     let upstream = echo_headers().await;
     let dir = tempfile::tempdir().unwrap();
     for protocol in ["http1", "http2"] {
-        let config = format!(
-            r#"
-listeners: [{{ name: http, address: "127.0.0.1:0" }}]
-upstreams:
-  app: {{ addresses: ["{}"], protocol: {protocol} }}
-applications:
-  - name: site
-    domains: ["*"]
-    routes:
-      - {{ path: /, proxy: app }}
-"#,
+        let app = format!(
+            r#"{{ addresses: ["{}"], protocol: {protocol} }}"#,
             upstream.addr
         );
-        let running = support::start(&config, dir.path());
+        let running = support::start(&everything_to(&app), dir.path());
         let builder = request("GET", "app.example.com", "/")
             .header("x-forwarded-for", "10.0.0.1")
             .header("x-forwarded-for", "10.0.0.2, 10.0.0.3")
@@ -166,23 +174,11 @@ async fn header_hash_on_forwarded_for_sees_the_proxy_s_value() {
     let first = Upstream::start(|_| async { ok("first") }).await;
     let second = Upstream::start(|_| async { ok("second") }).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        r#"
-listeners: [{{ name: http, address: "127.0.0.1:0" }}]
-upstreams:
-  app:
-    addresses: ["{}", "{}"]
-    balance: header_hash
-    hash_header: x-forwarded-for
-applications:
-  - name: site
-    domains: ["*"]
-    routes:
-      - {{ path: /, proxy: app }}
-"#,
+    let app = format!(
+        r#"{{ addresses: ["{}", "{}"], balance: header_hash, hash_header: x-forwarded-for }}"#,
         first.addr, second.addr
     );
-    let running = support::start(&config, dir.path());
+    let running = support::start(&everything_to(&app), dir.path());
     let client = TestClient::new(Proto::Http1);
     let mut answers = Vec::new();
     for _ in 0..6 {

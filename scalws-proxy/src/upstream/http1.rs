@@ -185,11 +185,11 @@ impl Http1Client {
         // hyper's client takes the request: a copy of its head, as it came,
         // is kept for a retry (this path is rare).
         let (head, body) = request.into_parts();
-        let mut sent = head.clone();
+        let mut outgoing = head.clone();
         if let Some(forwarding) = forwarding {
-            forwarding.apply(&mut sent.headers);
+            forwarding.apply(&mut outgoing.headers);
         }
-        let request = Request::from_parts(sent, body);
+        let request = Request::from_parts(outgoing, body);
         let sent = async {
             let io = match self.checkout() {
                 Some(wire) => TokioIo::new(wire.into_io()),
