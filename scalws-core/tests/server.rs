@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use scalws_core::{Body, ConnInfo, Limits, ListenerSpec, Server};
 use test_support::{Proto, TestClient, closed_within, raw_exchange, read_response, request};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
@@ -425,6 +425,87 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     frame.extend(stream.to_be_bytes());
     frame.extend(payload);
     frame
+}
+
+/// A connection whose first request is answered at once is idle from then
+/// on: `keepalive_timeout` closes it, not the longer `header_read_timeout`
+/// its first check was set for, over either protocol.
+#[tokio::test]
+async fn a_first_request_answered_leaves_keepalive_timeout_to_close_it() {
+    let server = start(Limits {
+        keepalive_timeout: Duration::from_millis(300),
+        header_read_timeout: Duration::from_secs(4),
+        ..Limits::default()
+    });
+    let mut http1 = TcpStream::connect(server.addr).await.unwrap();
+    http1
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut http2 = TcpStream::connect(server.addr).await.unwrap();
+    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
+    // HEADERS, END_STREAM | END_HEADERS: GET http://x/ (HPACK: :method GET,
+    // :scheme http, :path /, :authority as a literal).
+    opening.extend(h2_frame(0x1, 0x5, 1, &[0x82, 0x86, 0x84, 0x41, 1, b'x']));
+    http2.write_all(&opening).await.unwrap();
+    let (http1, http2) = tokio::join!(
+        closed_within(&mut http1, Duration::from_secs(2)),
+        goaway_within(&mut http2, Duration::from_secs(2)),
+    );
+    assert!(http1, "HTTP/1.1 kept past keepalive_timeout");
+    assert!(http2, "HTTP/2 kept past keepalive_timeout");
+}
+
+/// Whether the server sends an HTTP/2 GOAWAY within `wait`. (Its close comes
+/// only once a client that does not answer the PING beside it has had
+/// `header_read_timeout` to.)
+async fn goaway_within(stream: &mut TcpStream, wait: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // Frames from the first byte on: a 3-byte length, the type, 5 bytes more.
+        let mut at = 0;
+        while at + 9 <= bytes.len() {
+            if bytes[at + 3] == 0x7 {
+                return true;
+            }
+            let length = usize::from(bytes[at]) << 16
+                | usize::from(bytes[at + 1]) << 8
+                | usize::from(bytes[at + 2]);
+            at += 9 + length;
+        }
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => bytes.extend(&buf[..n]),
+            _ => return false,
+        }
+    }
+}
+
+/// The first byte of a head after an idle spell gives that head
+/// `header_read_timeout`, however long `keepalive_timeout` is.
+#[tokio::test]
+async fn a_head_begun_after_an_idle_spell_has_header_read_timeout() {
+    let server = start(Limits {
+        keepalive_timeout: Duration::from_secs(4),
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // Past the first check (at the head timeout), so the next is set idle.
+    assert!(!closed_within(&mut stream, Duration::from_millis(500)).await);
+    stream.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(
+        closed_within(&mut stream, Duration::from_secs(2)).await,
+        "half a head outlived header_read_timeout"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(250));
 }
 
 /// A request that ends before its answer (an HTTP/2 stream the client

@@ -206,12 +206,16 @@ impl Activity {
                 Duration::from_millis(deadline_ms.saturating_sub(now)),
             )
         };
-        let busy = later(
+        // No check is further away than the shorter timeout: what changes
+        // between checks (a first request answered, the first byte of a head
+        // after an idle spell) wakes no one, so a check scheduled for the
+        // other timeout would let it run late by up to the longer one.
+        let latest = later(
             now_instant,
             limits.keepalive_timeout.min(limits.header_read_timeout),
         );
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return self.unless_unread(limits, now, busy, at);
+            return self.unless_unread(limits, now, latest, at);
         }
         let head = self.head_started.load(Ordering::Relaxed);
         if head != 0 && !self.multiplexed.load(Ordering::Relaxed) {
@@ -219,11 +223,11 @@ impl Activity {
             return if now >= deadline {
                 Verdict::HeadTimedOut
             } else {
-                Verdict::Wait(at(deadline))
+                Verdict::Wait(at(deadline).min(latest))
             };
         }
         if self.open.load(Ordering::Relaxed) > 0 {
-            return self.unless_unread(limits, now, busy, at);
+            return self.unless_unread(limits, now, latest, at);
         }
         let deadline = self
             .last_io
@@ -232,7 +236,7 @@ impl Activity {
         if now >= deadline {
             Verdict::Idle
         } else {
-            Verdict::Wait(at(deadline))
+            Verdict::Wait(at(deadline).min(latest))
         }
     }
 }
