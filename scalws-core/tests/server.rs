@@ -1062,3 +1062,56 @@ async fn a_panic_in_call_or_poll_ready_gets_500_and_the_connection_goes_on() {
     let fourth = client.get(addr, "x", "/").await;
     assert_eq!((fourth.status, fourth.text()), (200, "fine"));
 }
+
+/// A service that is ready only 100 ms after each request first asks
+/// (each request gets its own clone), and says so with the waker it is given.
+#[derive(Clone, Default)]
+struct ReadyLater {
+    asked: Option<std::time::Instant>,
+}
+
+impl tower::Service<Request<Body>> for ReadyLater {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        let wait = Duration::from_millis(100);
+        let asked = *self.asked.get_or_insert_with(std::time::Instant::now);
+        if asked.elapsed() >= wait {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        let waker = cx.waker().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            waker.wake();
+        });
+        std::task::Poll::Pending
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let text = format!("ready for {}", request.uri().path());
+        std::future::ready(Ok(Response::new(Body::from(text))))
+    }
+}
+
+/// A service not ready when its request comes is asked again until it is,
+/// and then answers, over either protocol.
+#[tokio::test]
+async fn a_service_not_ready_at_once_answers_when_it_is() {
+    let server = start_serving(Limits::default(), ReadyLater::default());
+    for proto in [Proto::Http1, Proto::H2c] {
+        let started = std::time::Instant::now();
+        let reply = tokio::time::timeout(
+            Duration::from_secs(5),
+            TestClient::new(proto).get(server.addr, "x", "/later"),
+        )
+        .await
+        .expect("the request waited for good");
+        assert_eq!((reply.status, reply.text()), (200, "ready for /later"));
+        assert!(started.elapsed() >= Duration::from_millis(100));
+    }
+}

@@ -227,6 +227,8 @@ applications:
     for _ in 0..2 {
         assert_eq!(get(http, "app.test", "/nothing-here").await.status, 404);
     }
+    // No application for the host: also counted as unrouted.
+    assert_eq!(get(http, "nobody.test", "/ok").await.status, 404);
     for _ in 0..4 {
         let reply = get(http, "app.test", "/up").await;
         assert_eq!((reply.status, reply.text()), (200, "backend"));
@@ -258,20 +260,20 @@ applications:
         r#"scalws_requests_total{application="app",route="/ok",class="5xx"} 0"#,
         r#"scalws_requests_total{application="app",route="/fail",class="5xx"} 3"#,
         r#"scalws_requests_total{application="app",route="/fail",class="2xx"} 0"#,
-        r#"scalws_requests_total{application="",route="",class="4xx"} 2"#,
+        r#"scalws_requests_total{application="",route="",class="4xx"} 3"#,
         r#"scalws_requests_total{application="app",route="/up",class="2xx"} 4"#,
         r#"scalws_requests_total{application="cached",route="/",class="2xx"} 5"#,
         r#"scalws_request_duration_seconds_count{application="app",route="/ok"} 7"#,
         r#"scalws_request_duration_seconds_count{application="app",route="/fail"} 3"#,
-        r#"scalws_request_duration_seconds_count{application="",route=""} 2"#,
+        r#"scalws_request_duration_seconds_count{application="",route=""} 3"#,
         r#"scalws_request_duration_seconds_count{application="app",route="/up"} 4"#,
         r#"scalws_request_duration_seconds_bucket{le="+Inf",application="app",route="/ok"} 7"#,
         r#"scalws_request_duration_seconds_bucket{le="+Inf",application="app",route="/fail"} 3"#,
-        r#"scalws_request_duration_seconds_bucket{le="+Inf",application="",route=""} 2"#,
+        r#"scalws_request_duration_seconds_bucket{le="+Inf",application="",route=""} 3"#,
         r#"scalws_request_duration_seconds_bucket{le="+Inf",application="app",route="/up"} 4"#,
         r#"scalws_request_duration_seconds_bucket{le="+Inf",application="cached",route="/"} 5"#,
         // Requests no route answered count as 0 s: in the first bucket.
-        r#"scalws_request_duration_seconds_bucket{le="0.0005",application="",route=""} 2"#,
+        r#"scalws_request_duration_seconds_bucket{le="0.0005",application="",route=""} 3"#,
         &format!(r#"scalws_upstream_in_flight{{upstream="backend",address="{b}"}} 0"#),
         &format!(r#"scalws_upstream_failures_total{{upstream="backend",address="{b}"}} 0"#),
         &format!(r#"scalws_upstream_state{{upstream="backend",address="{b}",state="healthy"}} 1"#),

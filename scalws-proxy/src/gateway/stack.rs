@@ -87,44 +87,43 @@ impl Gateway {
     /// Steps 3 to 14, for one request.
     #[inline]
     pub(crate) fn call_ref(&self, request: Request<Body>) -> ActionFuture {
-        let (future, routed) = self.route(request);
-        if !routed && let Some(metrics) = &self.inner.unrouted {
-            return count_unrouted(future, metrics);
-        }
-        future
-    }
-
-    /// The response future, and whether a route (or an application's
-    /// layers) made it.
-    fn route(&self, request: Request<Body>) -> (ActionFuture, bool) {
         let (parts, body) = request.into_parts();
+        let unrouted = self.inner.unrouted.as_deref();
         // One extension lookup serves the listener table and the 421 check.
         let conn = parts.extensions.get::<ConnInfo>();
         let (application, host) = match select_host(self.hosts_for(conn), &parts, conn) {
             Ok(selected) => selected,
-            Err(status) => return (ActionFuture::error(status), false),
+            Err(status) => return unrouted_answer(ActionFuture::error(status), unrouted),
         };
         if application.redirect_check
             && let Some(redirect) =
                 https_redirect(application, self.inner.https_port, &parts, &host)
         {
-            return (redirect, false);
+            return unrouted_answer(redirect, unrouted);
         }
         drop(host);
         if let Some(layered) = &application.layered {
-            return (through_layers(application, layered, parts, body), true);
+            return through_layers(application, layered, parts, body);
         }
-        to_route(application, parts, body)
+        to_route(application, parts, body, unrouted)
     }
 }
 
-/// Steps 8 to 14 in one application. Always inlined, as the steps below:
-/// a call each would move the request head (and the future) once more.
+/// Steps 8 to 14 in one application; an answer made before a route is
+/// counted in `unrouted`. Always inlined, as the steps below: a call each
+/// would move the request head (and the future) once more. (Each refusal
+/// counts itself where it is made, so that no flag travels back with the
+/// future: returning the two together cost two more moves of the future.)
 #[inline(always)]
-fn to_route(application: &Application, mut parts: Parts, body: Body) -> (ActionFuture, bool) {
+fn to_route(
+    application: &Application,
+    mut parts: Parts,
+    body: Body,
+    unrouted: Option<&RouteMetrics>,
+) -> ActionFuture {
     match select_route(&application.routes, &mut parts) {
-        Ok(route) => (route.call(parts, body), true),
-        Err(refusal) => (ActionFuture::ready(refusal.into_response()), false),
+        Ok(route) => route.call(parts, body),
+        Err(refusal) => unrouted_answer(ActionFuture::ready(refusal.into_response()), unrouted),
     }
 }
 
@@ -148,11 +147,14 @@ fn through_layers(
     })
 }
 
-/// Unrouted answers are all ready at once (errors and redirects).
+/// An answer made before a route (400, 404, 405, 421, 308: all ready at
+/// once), counted in the unrouted metrics when there are some.
 #[cold]
 #[inline(never)]
-fn count_unrouted(mut future: ActionFuture, metrics: &RouteMetrics) -> ActionFuture {
-    if let Some(status) = future.ready_status() {
+fn unrouted_answer(mut future: ActionFuture, metrics: Option<&RouteMetrics>) -> ActionFuture {
+    if let Some(metrics) = metrics
+        && let Some(status) = future.ready_status()
+    {
         metrics.record(status.as_u16(), std::time::Duration::ZERO);
     }
     future
@@ -241,11 +243,7 @@ impl Answer for ApplicationRoutes {
             return ActionFuture::error(http::StatusCode::SERVICE_UNAVAILABLE);
         };
         let (parts, body) = request.into_parts();
-        let (future, routed) = to_route(&application, parts, body);
-        match (&application.unrouted, routed) {
-            (Some(metrics), false) => count_unrouted(future, metrics),
-            _ => future,
-        }
+        to_route(&application, parts, body, application.unrouted.as_deref())
     }
 }
 
