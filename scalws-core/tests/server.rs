@@ -457,9 +457,34 @@ async fn a_first_request_answered_leaves_keepalive_timeout_to_close_it() {
     assert!(http2, "HTTP/2 kept past keepalive_timeout");
 }
 
+/// An idle HTTP/2 connection asked to close (GOAWAY, and a PING the
+/// client here never answers) is dropped `header_read_timeout` after, not
+/// a whole `keepalive_timeout` after the GOAWAY it wrote itself.
+#[tokio::test]
+async fn an_idle_http2_connection_that_ignores_its_goaway_is_dropped_after_the_grace() {
+    let server = start(Limits {
+        keepalive_timeout: Duration::from_millis(1200),
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
+    opening.extend(h2_frame(0x1, 0x5, 1, &[0x82, 0x86, 0x84, 0x41, 1, b'x']));
+    stream.write_all(&opening).await.unwrap();
+    let started = std::time::Instant::now();
+    // Answered, then idle: the GOAWAY comes at about 1.2 s, the drop 0.3 s
+    // after it (at 2.4 s, a keep-alive after the GOAWAY, before).
+    assert!(
+        closed_within(&mut stream, Duration::from_millis(2000)).await,
+        "kept past its grace"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(1100));
+}
+
 /// Whether the server sends an HTTP/2 GOAWAY within `wait`. (Its close comes
-/// only once a client that does not answer the PING beside it has had
-/// `header_read_timeout` to.)
+/// only once a client that does not answer the PING beside it has had its
+/// grace, `header_read_timeout`.)
 async fn goaway_within(stream: &mut TcpStream, wait: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + wait;
     let mut bytes: Vec<u8> = Vec::new();

@@ -98,6 +98,17 @@ impl Activity {
         clock
     }
 
+    /// No request in flight and no response being sent.
+    pub(crate) fn quiet(&self) -> bool {
+        self.in_flight.load(Ordering::Relaxed) == 0 && self.open.load(Ordering::Relaxed) == 0
+    }
+
+    /// Whether a response body has waited for the client's window since
+    /// `at` (coarse-clock ms) or before, without being asked for a frame.
+    pub(crate) fn stuck_since(&self, at: u64) -> bool {
+        self.oldest_send().is_some_and(|since| since <= at)
+    }
+
     /// Since when the longest-waiting response body has waited (ms).
     fn oldest_send(&self) -> Option<u64> {
         let sending = self.sending.lock().unwrap_or_else(|p| p.into_inner());

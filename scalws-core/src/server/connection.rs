@@ -402,9 +402,25 @@ async fn drive<C>(
     // HTTP/2 streams, polled in this task (see `StreamExecutor`).
     let mut streams = Streams::default();
     let mut closing = false;
+    // Set when the connection is asked to close for idling or for a reader
+    // that opens no window. The close's own writes (a GOAWAY) count as
+    // activity and would push the next verdict a whole `keepalive_timeout`
+    // or `send_timeout` away; the grace ends at its own time instead.
+    let mut grace: Option<Grace> = None;
     let side = Arc::new(SideWake::default());
     let side_waker = Waker::from(side.clone());
     loop {
+        if let Some(ended) = grace.take_if(|grace| std::time::Instant::now() >= grace.until) {
+            let still = match ended.stuck_at {
+                None => activity.quiet(),
+                Some(at) => activity.stuck_since(at),
+            };
+            if still {
+                tracing::debug!("still open a grace period after its close began; dropping");
+                return;
+            }
+            // A request came in, or the response moved: the checks go on.
+        }
         let next_check = match activity.verdict(limits) {
             Verdict::Wait(at) => at,
             Verdict::HeadTimedOut => {
@@ -415,18 +431,21 @@ async fn drive<C>(
                 tracing::debug!("a response waited send_timeout for the client's window; closing");
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
-                super::activity::later(std::time::Instant::now(), limits.header_read_timeout)
+                Grace::begin(&mut grace, limits, Some(crate::clock::now_ms()))
             }
             // GOAWAY sent a grace period ago and still stuck: drop it.
             Verdict::Unread => return,
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
-                super::activity::later(std::time::Instant::now(), limits.header_read_timeout)
+                Grace::begin(&mut grace, limits, None)
             }
             // Already asked to close and still open after a grace period: drop it.
             Verdict::Idle => return,
         };
+        let next_check = grace
+            .as_ref()
+            .map_or(next_check, |grace| next_check.min(grace.until));
         let woke = {
             let mut check = pin!(tokio::time::sleep_until(next_check.into()));
             let mut changed = pin!(phase.changed());
@@ -471,6 +490,28 @@ async fn drive<C>(
                 }
             }
         }
+    }
+}
+
+/// The time a connection asked to close (for idling, or for a response its
+/// client opens no window for) has to go; past it, it is dropped if it is
+/// still quiet, or that response still waits.
+struct Grace {
+    until: std::time::Instant,
+    /// For a stuck response: when the close began (coarse-clock ms).
+    stuck_at: Option<u64>,
+}
+
+impl Grace {
+    /// Starts the grace (`header_read_timeout`) and returns its end.
+    fn begin(
+        grace: &mut Option<Grace>,
+        limits: &Limits,
+        stuck_at: Option<u64>,
+    ) -> std::time::Instant {
+        let until = super::activity::later(std::time::Instant::now(), limits.header_read_timeout);
+        *grace = Some(Grace { until, stuck_at });
+        until
     }
 }
 

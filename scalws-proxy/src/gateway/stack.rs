@@ -109,8 +109,8 @@ impl Gateway {
     }
 }
 
-/// Steps 8 to 14 in one application; an answer made before a route is
-/// counted in `unrouted`. Always inlined, as the steps below: a call each
+/// Steps 8 to 14 in one application; an answer no route made (404, 405)
+/// is counted in `unrouted`. Always inlined, as the steps below: a call each
 /// would move the request head (and the future) once more. (Each refusal
 /// counts itself where it is made, so that no flag travels back with the
 /// future: returning the two together cost two more moves of the future.)
@@ -147,8 +147,8 @@ fn through_layers(
     })
 }
 
-/// An answer made before a route (400, 404, 405, 421, 308: all ready at
-/// once), counted in the unrouted metrics when there are some.
+/// An answer no route made (400, 404, 405, 421, 308: all ready at once),
+/// counted in the unrouted metrics when there are some.
 #[cold]
 #[inline(never)]
 fn unrouted_answer(mut future: ActionFuture, metrics: Option<&RouteMetrics>) -> ActionFuture {
