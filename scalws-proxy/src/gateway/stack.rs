@@ -267,3 +267,69 @@ impl tower::Service<Request<Body>> for Gateway {
         self.call_ref(request)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use http::{Method, StatusCode, header};
+    use scalws_core::Scheme;
+    use scalws_router::RouteSpec;
+
+    use super::*;
+    use crate::{Action, Respond};
+
+    /// Every answer no route made (400, 404 for the host and for the path,
+    /// 405, 308) is counted once in the unrouted metrics; a routed one is not.
+    #[tokio::test]
+    async fn each_answer_no_route_made_is_counted_once() {
+        let unrouted = Arc::new(RouteMetrics::default());
+        let ok = || Action::Respond(Respond::new(StatusCode::OK, "ok"));
+        let site = Application::builder("site")
+            .domain("site.test")
+            .unwrap()
+            .route(RouteSpec::exact("/ok", ok()))
+            .unwrap()
+            .route(RouteSpec::exact("/get", ok()).methods([Method::GET]))
+            .unwrap();
+        let secure = Application::builder("secure")
+            .domain("secure.test")
+            .unwrap()
+            .https_redirect(true)
+            .route(RouteSpec::prefix("/", ok()))
+            .unwrap();
+        let gateway = Gateway::builder()
+            .listener("http")
+            .https_port(443)
+            .unrouted_metrics(unrouted.clone())
+            .application(site)
+            .application(secure)
+            .build()
+            .unwrap();
+        let status = |method: Method, host: Option<&str>, path: &str| {
+            let mut request = Request::builder().method(method).uri(path);
+            if let Some(host) = host {
+                request = request.header(header::HOST, host);
+            }
+            let mut request = request.body(Body::empty()).unwrap();
+            request.extensions_mut().insert(ConnInfo::new(
+                "http".into(),
+                Scheme::Http,
+                "127.0.0.1:40000".parse().unwrap(),
+                "127.0.0.1:80".parse().unwrap(),
+                None,
+            ));
+            let mut future = gateway.call_ref(request);
+            future.ready_status().unwrap().as_u16()
+        };
+        assert_eq!(status(Method::GET, Some("site.test"), "/ok"), 200);
+        assert_eq!(unrouted.snapshot().count(), 0, "a routed answer");
+        assert_eq!(status(Method::GET, None, "/ok"), 400);
+        assert_eq!(status(Method::GET, Some("nobody.test"), "/ok"), 404);
+        assert_eq!(status(Method::GET, Some("site.test"), "/missing"), 404);
+        assert_eq!(status(Method::POST, Some("site.test"), "/get"), 405);
+        assert_eq!(status(Method::GET, Some("secure.test"), "/"), 308);
+        let counted = unrouted.snapshot();
+        assert_eq!(counted.classes, [0, 0, 1, 4, 0]);
+        assert_eq!(counted.count(), 5);
+    }
+}
