@@ -431,17 +431,22 @@ async fn drive<C>(
                 tracing::debug!("a response waited send_timeout for the client's window; closing");
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
-                Grace::begin(&mut grace, limits, Some(crate::clock::now_ms()))
+                grace
+                    .insert(Grace::new(limits, Some(crate::clock::now_ms())))
+                    .until
             }
-            // GOAWAY sent a grace period ago and still stuck: drop it.
-            Verdict::Unread => return,
             Verdict::Idle if !closing => {
                 closing = true;
                 connection.as_mut().shutdown_gracefully();
-                Grace::begin(&mut grace, limits, None)
+                grace.insert(Grace::new(limits, None)).until
             }
-            // Already asked to close and still open after a grace period: drop it.
-            Verdict::Idle => return,
+            // Asked to close: within its grace, the grace's end decides
+            // (above); after it (a request came in meanwhile) or when a drain
+            // asked, idle or stuck again means dropped.
+            Verdict::Unread | Verdict::Idle => match &grace {
+                Some(grace) => grace.until,
+                None => return,
+            },
         };
         let next_check = grace
             .as_ref()
@@ -503,15 +508,12 @@ struct Grace {
 }
 
 impl Grace {
-    /// Starts the grace (`header_read_timeout`) and returns its end.
-    fn begin(
-        grace: &mut Option<Grace>,
-        limits: &Limits,
-        stuck_at: Option<u64>,
-    ) -> std::time::Instant {
-        let until = super::activity::later(std::time::Instant::now(), limits.header_read_timeout);
-        *grace = Some(Grace { until, stuck_at });
-        until
+    /// A grace of `header_read_timeout` from now.
+    fn new(limits: &Limits, stuck_at: Option<u64>) -> Self {
+        Self {
+            until: super::activity::later(std::time::Instant::now(), limits.header_read_timeout),
+            stuck_at,
+        }
     }
 }
 
