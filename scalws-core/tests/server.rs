@@ -296,10 +296,7 @@ async fn oversized_head_gets_431() {
     // The same on a kept connection, whose read buffer is a spare of its
     // thread, larger than the limit.
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    stream.write_all(HTTP1_GET).await.unwrap();
     let (first, _) = read_response(&mut stream).await;
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -403,28 +400,23 @@ async fn keepalive_outlives_header_timeout_and_closes_after_keepalive_timeout() 
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    stream.write_all(HTTP1_GET).await.unwrap();
     // Idle for longer than the header timeout but less than keep-alive: still open.
     assert!(!closed_within(&mut stream, Duration::from_millis(500)).await);
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    stream.write_all(HTTP1_GET).await.unwrap();
     assert!(!closed_within(&mut stream, Duration::from_millis(300)).await);
     // Then idle past keep-alive: closed.
     assert!(closed_within(&mut stream, Duration::from_secs(5)).await);
 }
 
-/// One HTTP/2 frame: its type, flags, stream and payload.
-fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut frame = u32::try_from(payload.len()).unwrap().to_be_bytes()[1..].to_vec();
-    frame.extend([kind, flags]);
-    frame.extend(stream.to_be_bytes());
-    frame.extend(payload);
-    frame
+/// A client's opening of an HTTP/2 connection: the preface, an empty
+/// SETTINGS, and stream 1's request, `block` (HEADERS with END_STREAM and
+/// END_HEADERS).
+fn h2_opening(block: &[u8]) -> Vec<u8> {
+    let mut opening = PREFACE.to_vec();
+    opening.extend(frame(0x4, 0, 0, &[]));
+    opening.extend(frame(0x1, 0x5, 1, block));
+    opening
 }
 
 /// A connection whose first request is answered at once is idle from then
@@ -438,17 +430,9 @@ async fn a_first_request_answered_leaves_keepalive_timeout_to_close_it() {
         ..Limits::default()
     });
     let mut http1 = TcpStream::connect(server.addr).await.unwrap();
-    http1
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    http1.write_all(HTTP1_GET).await.unwrap();
     let mut http2 = TcpStream::connect(server.addr).await.unwrap();
-    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
-    // HEADERS, END_STREAM | END_HEADERS: GET http://x/ (HPACK: :method GET,
-    // :scheme http, :path /, :authority as a literal).
-    opening.extend(h2_frame(0x1, 0x5, 1, &[0x82, 0x86, 0x84, 0x41, 1, b'x']));
-    http2.write_all(&opening).await.unwrap();
+    http2.write_all(&h2_opening(&GET_SLASH)).await.unwrap();
     let (http1, http2) = tokio::join!(
         closed_within(&mut http1, Duration::from_secs(2)),
         goaway_within(&mut http2, Duration::from_secs(2)),
@@ -468,10 +452,7 @@ async fn an_idle_http2_connection_that_ignores_its_goaway_is_dropped_after_the_g
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
-    opening.extend(h2_frame(0x1, 0x5, 1, &[0x82, 0x86, 0x84, 0x41, 1, b'x']));
-    stream.write_all(&opening).await.unwrap();
+    stream.write_all(&h2_opening(&GET_SLASH)).await.unwrap();
     let started = std::time::Instant::now();
     // Answered, then idle: the GOAWAY comes at about 1.2 s, the drop 0.3 s
     // after it (at 2.4 s, a keep-alive after the GOAWAY, before).
@@ -518,10 +499,7 @@ async fn a_head_begun_after_an_idle_spell_has_header_read_timeout() {
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    stream.write_all(HTTP1_GET).await.unwrap();
     // Past the first check (at the head timeout), so the next is set idle.
     assert!(!closed_within(&mut stream, Duration::from_millis(500)).await);
     stream.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
@@ -545,19 +523,16 @@ async fn a_request_reset_before_its_answer_leaves_its_connection_idle() {
         ..Limits::default()
     });
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    let mut opening = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    opening.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
-    // HEADERS, END_STREAM | END_HEADERS: GET http://x/slow (HPACK: :method
-    // GET, :scheme http, :path and :authority as literals).
-    let mut fields = vec![0x82, 0x86, 0x44, 5];
-    fields.extend(b"/slow");
-    fields.extend([0x41, 1, b'x']);
-    opening.extend(h2_frame(0x1, 0x5, 1, &fields));
-    stream.write_all(&opening).await.unwrap();
+    // GET http://x/slow (HPACK: :method GET, :scheme http, :path and
+    // :authority as literals).
+    let mut block = vec![0x82, 0x86, 0x44, 5];
+    block.extend(b"/slow");
+    block.extend([0x01, 0x01, b'x']);
+    stream.write_all(&h2_opening(&block)).await.unwrap();
     // `/slow` would answer in 800 ms; the stream is reset (CANCEL) before.
     tokio::time::sleep(Duration::from_millis(100)).await;
     stream
-        .write_all(&h2_frame(0x3, 0, 1, &8u32.to_be_bytes()))
+        .write_all(&frame(0x3, 0, 1, &8u32.to_be_bytes()))
         .await
         .unwrap();
     assert!(
@@ -678,10 +653,7 @@ async fn connections_past_max_connections_wait_in_the_backlog() {
     });
     // The first connection holds the only slot.
     let mut first = TcpStream::connect(server.addr).await.unwrap();
-    first
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    first.write_all(HTTP1_GET).await.unwrap();
     let mut buf = [0u8; 512];
     let n = tokio::io::AsyncReadExt::read(&mut first, &mut buf)
         .await
@@ -865,6 +837,9 @@ async fn an_idle_http2_connection_reads_and_writes_whole_after_an_idle_spell() {
     raw.write_all(&frames).await.unwrap();
     assert_eq!(reader.body(&mut raw, 5).await, b"edge http HTTP/2.0");
 }
+
+/// A whole HTTP/1.1 request for `/`.
+const HTTP1_GET: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 
 /// HTTP/2's connection preface.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

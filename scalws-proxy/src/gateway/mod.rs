@@ -103,3 +103,15 @@ impl Gateway {
         self
     }
 }
+
+/// A plain-HTTP connection on `listener`, as a test's request carries it.
+#[cfg(test)]
+fn plain_connection(listener: &str) -> ConnInfo {
+    ConnInfo::new(
+        listener.into(),
+        scalws_core::Scheme::Http,
+        "127.0.0.1:40000".parse().expect("an address"),
+        "127.0.0.1:80".parse().expect("an address"),
+        None,
+    )
+}

@@ -112,7 +112,6 @@ mod tests {
     use tower::Service;
 
     use http::{StatusCode, header};
-    use scalws_core::{ConnInfo, Scheme};
 
     use super::*;
     use crate::{Action, Application, Respond};
@@ -142,13 +141,9 @@ mod tests {
             .header(header::HOST, "example.com")
             .body(Body::empty())
             .unwrap();
-        request.extensions_mut().insert(ConnInfo::new(
-            listener.into(),
-            Scheme::Http,
-            "127.0.0.1:40000".parse().unwrap(),
-            "127.0.0.1:80".parse().unwrap(),
-            None,
-        ));
+        request
+            .extensions_mut()
+            .insert(crate::gateway::plain_connection(listener));
         let response = shared.clone().call(request).await.unwrap();
         let status = response.status().as_u16();
         let body = response.into_body().collect().await.unwrap().to_bytes();

@@ -272,7 +272,6 @@ impl tower::Service<Request<Body>> for Gateway {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use http::{Method, StatusCode, header};
-    use scalws_core::Scheme;
     use scalws_router::RouteSpec;
 
     use super::*;
@@ -311,13 +310,9 @@ mod tests {
                 request = request.header(header::HOST, host);
             }
             let mut request = request.body(Body::empty()).unwrap();
-            request.extensions_mut().insert(ConnInfo::new(
-                "http".into(),
-                Scheme::Http,
-                "127.0.0.1:40000".parse().unwrap(),
-                "127.0.0.1:80".parse().unwrap(),
-                None,
-            ));
+            request
+                .extensions_mut()
+                .insert(crate::gateway::plain_connection("http"));
             let mut future = gateway.call_ref(request);
             future.ready_status().unwrap().as_u16()
         };
