@@ -77,15 +77,6 @@ pub struct Pseudo {
     pub status: Option<StatusCode>,
 }
 
-#[derive(Debug)]
-pub struct Iter {
-    /// Pseudo headers
-    pseudo: Option<Pseudo>,
-
-    /// Header fields
-    fields: header::IntoIter<HeaderValue>,
-}
-
 #[derive(Debug, PartialEq, Eq)]
 struct HeaderBlock {
     /// The decoded header fields
@@ -708,48 +699,6 @@ impl EncodingHeaderBlock {
     }
 }
 
-// ===== impl Iter =====
-
-impl Iterator for Iter {
-    type Item = hpack::Header<Option<HeaderName>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        use crate::hpack::Header::*;
-
-        if let Some(ref mut pseudo) = self.pseudo {
-            if let Some(method) = pseudo.method.take() {
-                return Some(Method(method));
-            }
-
-            if let Some(scheme) = pseudo.scheme.take() {
-                return Some(Scheme(scheme));
-            }
-
-            if let Some(authority) = pseudo.authority.take() {
-                return Some(Authority(authority));
-            }
-
-            if let Some(path) = pseudo.path.take() {
-                return Some(Path(path));
-            }
-
-            if let Some(protocol) = pseudo.protocol.take() {
-                return Some(Protocol(protocol));
-            }
-
-            if let Some(status) = pseudo.status.take() {
-                return Some(Status(status));
-            }
-        }
-
-        self.pseudo = None;
-
-        self.fields
-            .next()
-            .map(|(name, value)| Field { name, value })
-    }
-}
-
 // ===== impl HeadersFlag =====
 
 impl HeadersFlag {
@@ -992,12 +941,7 @@ impl HeaderBlock {
     fn into_encoding(self, encoder: &mut hpack::Encoder) -> EncodingHeaderBlock {
         let mut hpack = encoder.take_scratch();
         hpack.clear();
-        let headers = Iter {
-            pseudo: Some(self.pseudo),
-            fields: self.fields.into_iter(),
-        };
-
-        encoder.encode(headers, &mut hpack);
+        encoder.encode_message(self.pseudo, self.fields, &mut hpack);
 
         EncodingHeaderBlock { hpack }
     }

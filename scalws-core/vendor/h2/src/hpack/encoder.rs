@@ -1,4 +1,5 @@
-use super::table::{Index, Table};
+use super::table::{Found, Index, Table};
+use crate::frame::Pseudo;
 use super::{huffman, Header};
 
 use bytes::{BufMut, BytesMut};
@@ -18,6 +19,14 @@ pub struct Encoder {
     /// across frames instead of being allocated and freed per frame. See
     /// `take_scratch` / `return_scratch`.
     scratch: BytesMut,
+}
+
+/// ScalWS: how a field's later values, which come without their name, name it.
+enum LastName {
+    /// By this index (static or dynamic).
+    Index(usize),
+    /// As a literal.
+    Literal(HeaderName),
 }
 
 #[derive(Debug, Copy, Clone, Eq, PartialEq)]
@@ -131,6 +140,111 @@ impl Encoder {
                         &value,
                         dst,
                     );
+                }
+            }
+        }
+    }
+
+    /// ScalWS: encodes a message's pseudo-header fields (in the order
+    /// `frame::headers::Iter` gives them) and then its fields, into the same
+    /// bytes as [`Encoder::encode`] over that iterator would, without making
+    /// a `Header<Option<HeaderName>>` of each and moving it through
+    /// `reify`, [`Table::index`] and the last field's [`Index`]: a field the
+    /// table already answers for ([`Table::find`]) is encoded from where it
+    /// lies, and only one that goes into the table is moved there.
+    pub(crate) fn encode_message(
+        &mut self,
+        pseudo: Pseudo,
+        fields: http::HeaderMap,
+        dst: &mut BytesMut,
+    ) {
+        let span = hot_span!("hpack::encode");
+        let _e = span.enter();
+
+        self.encode_size_updates(dst);
+
+        let Pseudo {
+            method,
+            scheme,
+            authority,
+            path,
+            protocol,
+            status,
+        } = pseudo;
+        if let Some(method) = method {
+            self.encode_field(Header::Method(method), dst);
+        }
+        if let Some(scheme) = scheme {
+            self.encode_field(Header::Scheme(scheme), dst);
+        }
+        if let Some(authority) = authority {
+            self.encode_field(Header::Authority(authority), dst);
+        }
+        if let Some(path) = path {
+            self.encode_field(Header::Path(path), dst);
+        }
+        if let Some(protocol) = protocol {
+            self.encode_field(Header::Protocol(protocol), dst);
+        }
+        if let Some(status) = status {
+            self.encode_field(Header::Status(status), dst);
+        }
+
+        // A name's second and later values follow it without the name.
+        let mut last = None;
+        for (name, value) in fields {
+            match name {
+                Some(name) => last = self.encode_field(Header::Field { name, value }, dst),
+                None => match last {
+                    Some(LastName::Index(idx)) => {
+                        encode_not_indexed(idx, value.as_ref(), value.is_sensitive(), dst)
+                    }
+                    Some(LastName::Literal(ref name)) => encode_not_indexed2(
+                        name.as_ref(),
+                        value.as_ref(),
+                        value.is_sensitive(),
+                        dst,
+                    ),
+                    None => panic!(
+                        "encoding header without name, but no previous index to use for name"
+                    ),
+                },
+            }
+        }
+    }
+
+    /// One field with its name; says how a next value of the same name
+    /// refers to it (`None` for a pseudo-header field sent as a literal,
+    /// which has no next value: only a `HeaderMap` field has).
+    fn encode_field(&mut self, header: Header, dst: &mut BytesMut) -> Option<LastName> {
+        match self.table.find(&header) {
+            Some(Found::Indexed(idx)) => {
+                encode_int(idx, 7, 0x80, dst);
+                Some(LastName::Index(idx))
+            }
+            Some(Found::Name(idx)) => {
+                encode_not_indexed(idx, header.value_slice(), header.is_sensitive(), dst);
+                Some(LastName::Index(idx))
+            }
+            Some(Found::NotIndexed) => {
+                encode_not_indexed2(
+                    header.name().as_slice(),
+                    header.value_slice(),
+                    header.is_sensitive(),
+                    dst,
+                );
+                match header {
+                    Header::Field { name, .. } => Some(LastName::Literal(name)),
+                    _ => None,
+                }
+            }
+            None => {
+                let index = self.table.index(header);
+                self.encode_header(&index, dst);
+                match index {
+                    Index::NotIndexed(Header::Field { name, .. }) => Some(LastName::Literal(name)),
+                    Index::NotIndexed(_) => None,
+                    index => Some(LastName::Index(self.table.resolve_idx(&index))),
                 }
             }
         }
@@ -749,6 +863,116 @@ mod test {
     #[ignore]
     fn test_evicted_overflow() {
         // Not sure what the best way to do this is.
+    }
+
+    /// ScalWS: `encode_message` writes the bytes `encode` writes over the
+    /// same fields (pseudo-header fields first, then the map's, a name's
+    /// later values without it), message after message on one connection:
+    /// fields found in the static table, in the dynamic table, inserted,
+    /// evicted (small tables), never indexed (`content-length`,
+    /// `set-cookie`, sensitive values, values too large), custom names,
+    /// repeated names, and table size updates between messages.
+    #[test]
+    fn encode_message_writes_what_encode_writes() {
+        use crate::frame::Pseudo;
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+
+        const NAMES: &[&str] = &[
+            "content-type",
+            "content-length",
+            "date",
+            "set-cookie",
+            "cache-control",
+            "etag",
+            "location",
+            "server",
+            "x-request-id",
+            "x-custom",
+            "vary",
+            "accept-encoding",
+        ];
+        const VALUES: &[&str] = &[
+            "text/plain",
+            "2",
+            "gzip, deflate",
+            "no-cache",
+            "Mon, 07 Dec 2026 05:00:00 GMT",
+            "a=b",
+            "/",
+            "scalws",
+            "",
+        ];
+
+        let mut rng = StdRng::seed_from_u64(22);
+        for &max_size in &[0usize, 64, 256, 4096] {
+            let mut by_iter = Encoder::new(max_size, 0);
+            let mut by_message = Encoder::new(max_size, 0);
+            let mut decoder = crate::hpack::Decoder::new(4096);
+            for message in 0..400 {
+                if message % 97 == 96 {
+                    let size = rng.gen_range(0..4096);
+                    by_iter.update_max_size(size);
+                    by_message.update_max_size(size);
+                }
+                let pseudo = match rng.gen_range(0..3) {
+                    0 => Pseudo::response(StatusCode::from_u16(rng.gen_range(100..600)).unwrap()),
+                    1 => Pseudo::request(
+                        Method::from_bytes(["GET", "POST", "PATCH"][rng.gen_range(0..3)].as_bytes())
+                            .unwrap(),
+                        ["https://example.com/a?b", "http://x.test/", "/p"][rng.gen_range(0..3)]
+                            .parse()
+                            .unwrap(),
+                        None,
+                    ),
+                    _ => Pseudo::default(),
+                };
+                let mut fields = HeaderMap::new();
+                for _ in 0..rng.gen_range(0..8) {
+                    let name = HeaderName::from_static(NAMES[rng.gen_range(0..NAMES.len())]);
+                    let mut value = if rng.gen_range(0..10) == 0 {
+                        let len = rng.gen_range(0..3000);
+                        HeaderValue::from_str(&"v".repeat(len)).unwrap()
+                    } else {
+                        HeaderValue::from_static(VALUES[rng.gen_range(0..VALUES.len())])
+                    };
+                    value.set_sensitive(rng.gen_range(0..8) == 0);
+                    fields.append(name, value);
+                }
+
+                let mut expected = BytesMut::new();
+                let mut reference = Vec::new();
+                reference.extend(pseudo.method.clone().map(Header::Method));
+                reference.extend(pseudo.scheme.clone().map(Header::Scheme));
+                reference.extend(pseudo.authority.clone().map(Header::Authority));
+                reference.extend(pseudo.path.clone().map(Header::Path));
+                reference.extend(pseudo.protocol.clone().map(Header::Protocol));
+                reference.extend(pseudo.status.map(Header::Status));
+                reference.extend(
+                    fields
+                        .clone()
+                        .into_iter()
+                        .map(|(name, value)| Header::Field { name, value }),
+                );
+                by_iter.encode(reference, &mut expected);
+
+                let mut got = BytesMut::new();
+                by_message.encode_message(pseudo, fields.clone(), &mut got);
+                assert_eq!(got, expected, "table size {max_size}, message {message}");
+
+                // And it decodes to the fields it was given.
+                let mut decoded = HeaderMap::new();
+                decoder
+                    .decode(&mut std::io::Cursor::new(&mut got), |header| {
+                        if let Header::Field { name, value } = header {
+                            decoded.append(name, value);
+                        }
+                        std::ops::ControlFlow::Continue(())
+                    })
+                    .unwrap();
+                assert_eq!(decoded, fields, "table size {max_size}, message {message}");
+            }
+        }
     }
 
     fn encode(e: &mut Encoder, hdrs: Vec<Header<Option<HeaderName>>>) -> BytesMut {

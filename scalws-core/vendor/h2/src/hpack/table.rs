@@ -157,6 +157,78 @@ impl Table {
         self.index_dynamic(header, statik)
     }
 
+    /// ScalWS: what [`Table::index`] would answer for `header`, found without
+    /// taking the header or changing the table, or `None` when `index` would
+    /// insert it (or the table has no room yet), which the caller then does
+    /// with `index`. The common case on a busy connection (a field already in
+    /// the static or dynamic table, or one never indexed) thereby costs no
+    /// move of the header into and out of an [`Index`].
+    pub fn find(&self, header: &Header) -> Option<Found> {
+        let statik = index_static(header);
+
+        if header.skip_value_index() {
+            debug_assert!(statik.is_some(), "skip_value_index requires a static name",);
+            return Some(Found::new(statik));
+        }
+
+        if let Some((n, true)) = statik {
+            return Some(Found::Indexed(n));
+        }
+
+        if header.len() * 4 > self.max_size * 3 {
+            return Some(Found::new(statik));
+        }
+
+        // `index` reserves room first, so its table is never without a
+        // vacant position; with no position at all it would make some.
+        if self.indices.is_empty() {
+            return None;
+        }
+
+        let hash = hash_header(header);
+        let mut probe = desired_pos(self.mask, hash);
+        let mut dist = 0;
+
+        // The probe of `index_dynamic`, reading only: a vacant position (or
+        // one whose entry is nearer its own) means `index_vacant`, a name
+        // match `index_occupied`.
+        probe_loop!(probe < self.indices.len(), {
+            let Some(pos) = self.indices[probe] else {
+                return self.found_vacant(header, statik);
+            };
+            if probe_distance(self.mask, pos.hash, probe) < dist {
+                return self.found_vacant(header, statik);
+            }
+            let slot_idx = pos.index.wrapping_add(self.inserted);
+            if pos.hash == hash && self.slots[slot_idx].header.name() == header.name() {
+                let mut index = pos.index;
+                loop {
+                    let real_idx = index.wrapping_add(self.inserted);
+                    if self.slots[real_idx].header.value_eq(header) {
+                        return Some(Found::Indexed(real_idx + DYN_OFFSET));
+                    }
+                    match self.slots[real_idx].next {
+                        Some(next) => index = next,
+                        None if header.is_sensitive() => {
+                            return Some(Found::Name(real_idx + DYN_OFFSET));
+                        }
+                        None => return None,
+                    }
+                }
+            }
+            dist += 1;
+        });
+    }
+
+    /// `index_vacant`'s answer when it does not insert.
+    fn found_vacant(&self, header: &Header, statik: Option<(usize, bool)>) -> Option<Found> {
+        if header.is_sensitive() {
+            Some(Found::new(statik))
+        } else {
+            None
+        }
+    }
+
     fn index_dynamic(&mut self, header: Header, statik: Option<(usize, bool)>) -> Index {
         debug_assert!(self.assert_valid_state("one"));
 
@@ -626,6 +698,27 @@ impl Table {
     /// Returns the table size
     pub fn size(&self) -> usize {
         self.size
+    }
+}
+
+/// ScalWS: [`Table::find`]'s answer: an [`Index`] that does not hold the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// Name and value are in the table at this index.
+    Indexed(usize),
+    /// The name is, at this index; the value is sent as a literal, not indexed.
+    Name(usize),
+    /// Neither: name and value are sent as literals, not indexed.
+    NotIndexed,
+}
+
+impl Found {
+    fn new(v: Option<(usize, bool)>) -> Found {
+        match v {
+            None => Found::NotIndexed,
+            Some((n, true)) => Found::Indexed(n),
+            Some((n, false)) => Found::Name(n),
+        }
     }
 }
 
