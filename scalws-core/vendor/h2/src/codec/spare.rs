@@ -5,7 +5,8 @@
 //! 8 KiB read buffer and the HPACK decoder's 4 KiB scratch buffer for as long
 //! as it lives. A connection with no open stream whose read is pending and
 //! whose buffers are empty gives them back (`Codec::release_idle_buffers`);
-//! the next frame read or written takes a spare of its thread, or allocates.
+//! the next frame read or written (or Huffman-coded string decoded) takes a
+//! spare of its thread, or allocates.
 
 use bytes::BytesMut;
 use std::cell::RefCell;
@@ -16,9 +17,13 @@ const SPARES: usize = 16;
 /// The size of a read buffer taken back, tokio-util's first read buffer.
 pub(crate) const READ_BUFFER: usize = 8 * 1024;
 
+/// The size of the HPACK decoder's scratch buffer for Huffman-coded strings.
+pub(crate) const SCRATCH_BUFFER: usize = 4 * 1024;
+
 std::thread_local! {
     static READ: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
     static WRITE: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
 }
 
 fn take(spares: &'static std::thread::LocalKey<RefCell<Vec<BytesMut>>>, size: usize) -> BytesMut {
@@ -65,6 +70,21 @@ pub(crate) fn keep_read(mut buf: BytesMut) {
     // freed.
     if buf.is_empty() && buf.try_reclaim(buf.capacity() + 1) {
         keep(&READ, buf, READ_BUFFER)
+    }
+}
+
+/// An HPACK scratch buffer for a decoder that gave its own back.
+pub(crate) fn take_scratch() -> BytesMut {
+    take(&SCRATCH, SCRATCH_BUFFER)
+}
+
+/// Gives back an idle decoder's empty scratch buffer, kept as a spare on the
+/// same terms as a read buffer (`keep_read`): the strings decoded into it
+/// are split off its front and frozen, and one still alive (a request's
+/// path, or a field in the decoder's table) keeps it from being reused.
+pub(crate) fn keep_scratch(mut buf: BytesMut) {
+    if buf.is_empty() && buf.try_reclaim(buf.capacity() + 1) {
+        keep(&SCRATCH, buf, SCRATCH_BUFFER)
     }
 }
 

@@ -1,4 +1,5 @@
 use super::{header::BytesStr, huffman, Header};
+use crate::codec::spare;
 use crate::frame;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -158,16 +159,16 @@ impl Decoder {
             max_size_update: None,
             last_max_update: size,
             table: Table::new(size),
-            buffer: BytesMut::with_capacity(4096),
+            buffer: BytesMut::new(), // ScalWS: taken by the first Huffman-coded string
         }
     }
 
-    /// ScalWS: frees the scratch buffer of Huffman-decoded strings if no
-    /// string is being decoded into it; the next Huffman-coded string
-    /// allocates one again.
+    /// ScalWS: gives back the scratch buffer of Huffman-decoded strings if
+    /// no string is being decoded into it (to the thread's spares, or
+    /// freed); the next Huffman-coded string takes a spare or allocates.
     pub(crate) fn release_idle_buffer(&mut self) {
         if self.buffer.is_empty() {
-            self.buffer = BytesMut::new();
+            spare::keep_scratch(std::mem::take(&mut self.buffer));
         }
     }
 
@@ -344,10 +345,10 @@ impl Decoder {
         if huff {
             let ret = {
                 let raw = &buf.chunk()[..len];
-                // ScalWS: the scratch buffer is freed while the connection
-                // is idle (`release_idle_buffer`); take one of the usual size.
+                // ScalWS: the scratch buffer is given back while the
+                // connection is idle (`release_idle_buffer`); take one.
                 if self.buffer.capacity() == 0 {
-                    self.buffer.reserve(4096);
+                    self.buffer = spare::take_scratch();
                 }
                 huffman::decode(raw, &mut self.buffer).map(|buf| StringMarker {
                     offset,
