@@ -8,6 +8,13 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header
 
 use scalws_core::Body;
 
+/// Fields the server may add to an answer after the action made it: `date`
+/// (HTTP/2 and HTTP/3 put it in the map) and `alt-svc` (HTTP/3 advertised).
+/// The answer's map is a clone of the action's, and a clone has its
+/// original's room; without this room each such field would make the map
+/// grow (a new index and a rehash) on every request.
+const ROOM: usize = 2;
+
 /// Answers every request with the same response, decided at build time.
 #[derive(Clone, Debug)]
 pub struct Respond {
@@ -20,7 +27,7 @@ impl Respond {
     /// A response of `status` with `body`; `Content-Length` is set from the body.
     pub fn new(status: StatusCode, body: impl Into<Bytes>) -> Self {
         let body = body.into();
-        let mut headers = HeaderMap::with_capacity(2);
+        let mut headers = HeaderMap::with_capacity(1 + ROOM);
         // RFC 9110 8.6: no Content-Length on 1xx, 204 or 304.
         if !(status.is_informational()
             || status == StatusCode::NO_CONTENT
@@ -40,6 +47,7 @@ impl Respond {
     pub fn header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
         if name != header::CONTENT_LENGTH {
             self.headers.append(name, value);
+            self.headers.reserve(ROOM);
         }
         self
     }
@@ -93,6 +101,19 @@ mod tests {
         assert_eq!(response.headers()[header::CONTENT_TYPE], "text/plain");
         let body = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body, "hello\n");
+    }
+
+    #[test]
+    fn the_answer_has_room_for_the_fields_the_server_adds() {
+        let mut respond = Respond::new(StatusCode::OK, "ok");
+        for name in ["content-type", "cache-control", "x-one", "x-two", "x-three"] {
+            respond = respond.header(
+                header::HeaderName::from_static(name),
+                HeaderValue::from_static("v"),
+            );
+            let headers = respond.response(&Method::GET).into_parts().0.headers;
+            assert!(headers.capacity() >= headers.len() + ROOM, "after {name}");
+        }
     }
 
     #[tokio::test]
