@@ -145,9 +145,11 @@ impl Encoder {
         }
     }
 
-    /// ScalWS: encodes a message's pseudo-header fields (in the order
-    /// `frame::headers::Iter` gives them) and then its fields, into the same
-    /// bytes as [`Encoder::encode`] over that iterator would, without making
+    /// ScalWS: encodes a message's pseudo-header fields (`:method`,
+    /// `:scheme`, `:authority`, `:path`, `:protocol`, `:status`, the order
+    /// the header block's iterator, which this replaced, gave them) and then
+    /// its fields, into the same bytes as [`Encoder::encode`] over those
+    /// fields in that order would, without making
     /// a `Header<Option<HeaderName>>` of each and moving it through
     /// `reify`, [`Table::index`] and the last field's [`Index`]: a field the
     /// table already answers for ([`Table::find`]) is encoded from where it
