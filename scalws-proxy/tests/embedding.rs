@@ -92,9 +92,11 @@ async fn routing_answers_400_404_405_and_421_itself() {
             .route(RouteSpec::prefix("/", text(name)).methods([Method::GET]))
             .unwrap()
     };
+    let unrouted = Arc::new(scalws_proxy::metrics::RouteMetrics::default());
     let gateway = Gateway::builder()
         .listener("http")
         .listener("https")
+        .unrouted_metrics(unrouted.clone())
         .application(app("a", "a.test"))
         .application(app("b", "b.test"))
         .build()
@@ -142,6 +144,11 @@ async fn routing_answers_400_404_405_and_421_itself() {
         let other = https(config, tls, "b.test", h2, get("a.test")).await;
         assert_eq!(other.reply.status, 421);
     }
+    // Each of these answers (404, 400, 405 for each protocol, the raw 400,
+    // and the two 421s) counted once as unrouted; the routed ones not.
+    let counted = unrouted.snapshot();
+    assert_eq!(counted.classes, [0, 0, 0, 9, 0]);
+    assert_eq!(counted.count(), 9);
 }
 
 #[tokio::test]

@@ -278,7 +278,9 @@ mod tests {
     use crate::{Action, Respond};
 
     /// Every answer no route made (400, 404 for the host and for the path,
-    /// 405, 308) is counted once in the unrouted metrics; a routed one is not.
+    /// 405, 308, and a 404 made behind an application's embedder layer) is
+    /// counted once in the unrouted metrics; a routed one is not. (The 421
+    /// needs a TLS connection: `tests/embedding.rs` counts it.)
     #[tokio::test]
     async fn each_answer_no_route_made_is_counted_once() {
         let unrouted = Arc::new(RouteMetrics::default());
@@ -296,15 +298,22 @@ mod tests {
             .https_redirect(true)
             .route(RouteSpec::prefix("/", ok()))
             .unwrap();
+        let layered = Application::builder("layered")
+            .domain("layered.test")
+            .unwrap()
+            .layer(tower::layer::layer_fn(|inner: crate::HttpService| inner))
+            .route(RouteSpec::exact("/ok", ok()))
+            .unwrap();
         let gateway = Gateway::builder()
             .listener("http")
             .https_port(443)
             .unrouted_metrics(unrouted.clone())
             .application(site)
             .application(secure)
+            .application(layered)
             .build()
             .unwrap();
-        let status = |method: Method, host: Option<&str>, path: &str| {
+        let call = |method: Method, host: Option<&str>, path: &str| {
             let mut request = Request::builder().method(method).uri(path);
             if let Some(host) = host {
                 request = request.header(header::HOST, host);
@@ -313,8 +322,10 @@ mod tests {
             request
                 .extensions_mut()
                 .insert(crate::gateway::plain_connection("http"));
-            let mut future = gateway.call_ref(request);
-            future.ready_status().unwrap().as_u16()
+            gateway.call_ref(request)
+        };
+        let status = |method: Method, host: Option<&str>, path: &str| {
+            call(method, host, path).ready_status().unwrap().as_u16()
         };
         assert_eq!(status(Method::GET, Some("site.test"), "/ok"), 200);
         assert_eq!(unrouted.snapshot().count(), 0, "a routed answer");
@@ -323,8 +334,15 @@ mod tests {
         assert_eq!(status(Method::GET, Some("site.test"), "/missing"), 404);
         assert_eq!(status(Method::POST, Some("site.test"), "/get"), 405);
         assert_eq!(status(Method::GET, Some("secure.test"), "/"), 308);
+        // Behind a layer the answer is a future to await.
+        let layered = |path| async move {
+            let response = call(Method::GET, Some("layered.test"), path).await;
+            response.unwrap().status().as_u16()
+        };
+        assert_eq!(layered("/ok").await, 200);
+        assert_eq!(layered("/missing").await, 404);
         let counted = unrouted.snapshot();
-        assert_eq!(counted.classes, [0, 0, 1, 4, 0]);
-        assert_eq!(counted.count(), 5);
+        assert_eq!(counted.classes, [0, 0, 1, 5, 0]);
+        assert_eq!(counted.count(), 6);
     }
 }
