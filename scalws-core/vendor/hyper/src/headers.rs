@@ -147,9 +147,23 @@ pub(super) fn method_has_defined_payload_semantics(method: &Method) -> bool {
 
 #[cfg(feature = "http2")]
 pub(super) fn set_content_length_if_missing(headers: &mut HeaderMap, len: u64) {
-    headers
-        .entry(CONTENT_LENGTH)
-        .or_insert_with(|| HeaderValue::from(len));
+    set_if_missing(headers, CONTENT_LENGTH, || HeaderValue::from(len));
+}
+
+/// ScalWS: sets `name` to `value()` unless the map has it. `entry` makes
+/// room for one more field before it looks, so a full map grew (a new index
+/// and a rehash) even when it had the field; a full map is looked up first.
+#[cfg(feature = "http2")]
+pub(super) fn set_if_missing(
+    headers: &mut HeaderMap,
+    name: http::header::HeaderName,
+    value: impl FnOnce() -> HeaderValue,
+) {
+    if headers.len() < headers.capacity() {
+        headers.entry(name).or_insert_with(value);
+    } else if !headers.contains_key(&name) {
+        headers.insert(name, value());
+    }
 }
 
 #[cfg(all(feature = "client", feature = "http1"))]

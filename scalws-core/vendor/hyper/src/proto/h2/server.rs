@@ -475,10 +475,13 @@ where
                     );
 
                     // set Date header if it isn't already set if instructed
+                    // ScalWS: without growing a full map that has it.
                     if *me.date_header {
-                        res.headers_mut()
-                            .entry(::http::header::DATE)
-                            .or_insert_with(date::update_and_header_value);
+                        crate::headers::set_if_missing(
+                            res.headers_mut(),
+                            ::http::header::DATE,
+                            date::update_and_header_value,
+                        );
                     }
 
                     if let Some(connect_parts) = connect_parts.take() {
