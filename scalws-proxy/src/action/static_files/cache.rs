@@ -80,7 +80,7 @@ impl FileCache {
 
     /// The clock entries are stamped with: `scalws_core::clock`'s coarse
     /// one (the kernel's tick, 1 to 4 ms old), read on every hit. `Instant`
-    /// arithmetic cost about 110 instructions more per hit (a `clock_gettime`
+    /// arithmetic cost about 60 instructions more per hit (a `clock_gettime`
     /// with a time-stamp counter read, a checked subtraction and a 128-bit
     /// division); a second of trust does not need its precision.
     pub(super) fn now_ms(&self) -> u64 {
