@@ -9,10 +9,13 @@
 #   benches/idle.sh                         # N=10000, HTTP/1.1, then HTTP/2
 #   N=4000 PROTOS=http1 benches/idle.sh
 #   BIN=/tmp/scalwsd-old benches/idle.sh    # another build
+#   PROTOS="tls-h1 tls-h2" benches/idle.sh  # the same over TLS (ALPN)
 #
-# Settings (environment): N (10000), PROTOS ("http1 h2"), BIN
-# (target/release/scalwsd), SETTLE (seconds to wait once all are idle, 2).
-# Installs nginx (nginx-light) from Debian when it is missing, and says so.
+# Settings (environment): N (10000), PROTOS ("http1 h2"; also tls-h1 and
+# tls-h2: TLS 1.3 with an ECDSA P-256 certificate made with openssl for the
+# run), BIN (target/release/scalwsd), SETTLE (seconds to wait once all are
+# idle, 2). Installs nginx (nginx-light), and openssl for the TLS protocols,
+# from Debian when they are missing, and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +30,14 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
     apt-get update -qq && { apt-get install -y -qq nginx-light >/dev/null 2>&1 || apt-get install -y -qq nginx >/dev/null; }
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+case " $PROTOS " in
+    *" tls-"*) TLS=1 ;;
+    *) TLS=0 ;;
+esac
+if [ "$TLS" = 1 ] && ! command -v openssl >/dev/null; then
+    echo "idle.sh: installing openssl from Debian, for the run's certificate" >&2
+    apt-get update -qq && apt-get install -y -qq openssl >/dev/null
+fi
 # Two file descriptors per connection at most (the client's and the server's).
 hard=$(ulimit -Hn); [ "$hard" = unlimited ] && hard=1048576
 ulimit -n "$hard"
@@ -44,10 +55,25 @@ trap cleanup EXIT
 . benches/lib.sh
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
+TLS_LISTENER=""
+if [ "$TLS" = 1 ]; then
+    # A scratch certificate, as benches/multi.sh makes for its TLS scenarios.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test,IP:127.0.0.1" \
+        -keyout "$TMP/bench-key.pem" -out "$TMP/bench-cert.pem" 2>/dev/null
+    chmod 644 "$TMP/bench-key.pem"
+    TLS_LISTENER="
+  - name: https
+    address: \"127.0.0.1:18443\"
+    protocol: https
+    tls: { certificates: [ { cert: $TMP/bench-cert.pem, key: $TMP/bench-key.pem } ] }"
+fi
 cat > "$TMP/scalws.yaml" <<EOF
 workers: 1
 limits: { max_connections: $((N + 100)), keepalive_timeout: 300s }
-listeners: [{ name: http, address: "127.0.0.1:18080" }]
+listeners:
+  - name: http
+    address: "127.0.0.1:18080"$TLS_LISTENER
 applications:
   - name: bench
     domains: ["*"]
@@ -57,10 +83,17 @@ EOF
 # nginx 1.25.1 and later say `http2 on`; earlier ones `listen ... http2`.
 nginx_version=$("$NGINX" -v 2>&1 | sed -n 's#.*nginx/\([0-9.]*\).*#\1#p')
 nginx_conf() { # proto
-    local listen="listen 127.0.0.1:18081;" http2=""
-    if [ "$1" = h2 ]; then
+    local port=18081 ssl="" tls=""
+    case "$1" in
+        tls-*)
+            port=18444 ssl=" ssl"
+            tls="ssl_certificate $TMP/bench-cert.pem; ssl_certificate_key $TMP/bench-key.pem; ssl_protocols TLSv1.3;"
+            ;;
+    esac
+    local listen="listen 127.0.0.1:$port$ssl;" http2=""
+    if [ "$1" = h2 ] || [ "$1" = tls-h2 ]; then
         if printf '%s\n1.25.1\n' "$nginx_version" | sort -V -C 2>/dev/null; then
-            listen="listen 127.0.0.1:18081 http2;"
+            listen="listen 127.0.0.1:$port$ssl http2;"
         else
             http2="http2 on;"
         fi
@@ -86,6 +119,7 @@ http {
     server {
         $listen
         $http2
+        $tls
         location / { default_type text/plain; return 200 "ok"; }
     }
 }
@@ -98,12 +132,14 @@ start() {
     if [ "$1" = scalws ]; then
         SCALWS_LOG=warn "$BIN" --config "$TMP/scalws.yaml" --workers 1 > "$TMP/server.log" 2>&1 &
         SERVER_PID=$!; PORT=18080
+        case "$2" in tls-*) PORT=18443 ;; esac
         wait_port "$PORT"
         MEASURED=$SERVER_PID
     else
         nginx_conf "$2"
         "$NGINX" -c "$TMP/nginx.conf" -p "$TMP/nginx" > "$TMP/server.log" 2>&1 &
         SERVER_PID=$!; PORT=18081
+        case "$2" in tls-*) PORT=18444 ;; esac
         wait_port "$PORT"
         # nginx's worker is the master's only child.
         MEASURED=$(pgrep -P "$SERVER_PID" | head -1)

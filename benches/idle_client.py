@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Opens N connections to 127.0.0.1:PORT, sends one request on each (HTTP/1.1
-keep-alive, or HTTP/2 with prior knowledge) and reads its whole answer, then
-holds them all open and idle. Prints "ready N" once every connection has had
-its answer, then waits for stdin to close (benches/idle.sh reads the server's
-memory meanwhile).
+keep-alive, or HTTP/2 with prior knowledge; tls-h1 and tls-h2 the same over
+TLS, chosen by ALPN, the certificate not checked) and reads its whole answer,
+then holds them all open and idle. Prints "ready N" once every connection has
+had its answer, then waits for stdin to close (benches/idle.sh reads the
+server's memory meanwhile).
 
-  idle_client.py PORT N http1|h2
+  idle_client.py PORT N http1|h2|tls-h1|tls-h2
 
 Only the standard library: HTTP/2 is written by hand (a preface, SETTINGS,
 one HEADERS frame with static-table HPACK, and an ACK of the server's
@@ -13,6 +14,7 @@ SETTINGS), which is all one GET needs.
 """
 
 import asyncio
+import ssl
 import struct
 import sys
 
@@ -28,12 +30,35 @@ def frame(kind, flags, stream, payload=b""):
 # HPACK (RFC 7541 appendix A): :method GET (2), :scheme http (6), :path / (4),
 # :authority literal without indexing (name index 1).
 AUTHORITY = b"bench.test"
+# Over TLS, :scheme https (7).
 HEADER_BLOCK = bytes([0x82, 0x86, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
+HEADER_BLOCK_TLS = bytes([0x82, 0x87, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
 REQUEST_H2 = PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, HEADER_BLOCK)
+REQUEST_H2_TLS = PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, HEADER_BLOCK_TLS)
 
 
-async def http1(port):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+def tls_context(alpn):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols([alpn])
+    return context
+
+
+async def open_connection(port, alpn):
+    if alpn is None:
+        return await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=tls_context(alpn), server_hostname="bench.test"
+    )
+    chosen = writer.get_extra_info("ssl_object").selected_alpn_protocol()
+    if chosen != alpn:
+        raise RuntimeError(f"the server chose {chosen!r} by ALPN, not {alpn!r}")
+    return reader, writer
+
+
+async def http1(port, alpn=None):
+    reader, writer = await open_connection(port, alpn)
     writer.write(REQUEST_H1)
     head = await reader.readuntil(b"\r\n\r\n")
     length = 0
@@ -46,9 +71,9 @@ async def http1(port):
     return writer
 
 
-async def h2(port):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(REQUEST_H2)
+async def h2(port, alpn=None):
+    reader, writer = await open_connection(port, alpn)
+    writer.write(REQUEST_H2 if alpn is None else REQUEST_H2_TLS)
     done = False
     while not done:
         header = await reader.readexactly(9)
@@ -67,7 +92,12 @@ async def h2(port):
 
 async def main():
     port, count, proto = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    connect = {"http1": http1, "h2": h2}[proto]
+    connect = {
+        "http1": http1,
+        "h2": h2,
+        "tls-h1": lambda port: http1(port, "http/1.1"),
+        "tls-h2": lambda port: h2(port, "h2"),
+    }[proto]
     writers = []
     # A few hundred at a time: the listen backlog is finite.
     for start in range(0, count, 200):
