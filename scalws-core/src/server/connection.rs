@@ -184,13 +184,20 @@ impl Connection {
         // send_timeout watches the TCP stream: TLS takes writes into its
         // own buffer before the socket refuses them.
         let stream = Watched::new(stream, SendDeadline::new(self.limits.send_timeout));
-        let handshake = tls.acceptor.accept(stream);
+        // Boxed, as the stream after it: the handshake's future holds rustls'
+        // connection state (1,240 bytes), and this fn's local, `opening`'s
+        // argument and its timeout would each keep room for it in the
+        // connection's task for the connection's whole life.
+        let handshake = Box::pin(tls.acceptor.accept(stream));
         let Some(stream) = self.opening("TLS handshake", handshake, &edge.conn).await else {
             return;
         };
         let sni = stream.get_ref().1.server_name().map(Arc::from);
         edge.conn.secure(sni, tls.certificates);
-        self.serve(stream, edge, service, None).await;
+        // Boxed: rustls' connection state is large (1,240 bytes), and the
+        // future would otherwise hold it in several places (this fn's local,
+        // `serve`'s argument, hyper's connection).
+        self.serve(Box::new(stream), edge, service, None).await;
     }
 }
 
@@ -321,7 +328,7 @@ impl Speaks for Socket {
 /// HTTPS: HTTP/2 when the client chose `h2` by ALPN, else HTTP/1 (RFC 9113,
 /// section 3.3: HTTP/2 over TLS is always negotiated).
 #[cfg(feature = "tls")]
-impl<T> Speaks for tokio_rustls::server::TlsStream<T> {
+impl<T> Speaks for Box<tokio_rustls::server::TlsStream<T>> {
     fn protocol(&self) -> impl Future<Output = std::io::Result<Protocol>> + Send {
         std::future::ready(Ok(match self.get_ref().1.alpn_protocol() {
             Some(b"h2") => Protocol::Http2,
