@@ -57,11 +57,7 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 TLS_LISTENER=""
 if [ "$TLS" = 1 ]; then
-    # A scratch certificate, as benches/multi.sh makes for its TLS scenarios.
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-        -subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test,IP:127.0.0.1" \
-        -keyout "$TMP/bench-key.pem" -out "$TMP/bench-cert.pem" 2>/dev/null
-    chmod 644 "$TMP/bench-key.pem"
+    bench_cert "$TMP"
     TLS_LISTENER="
   - name: https
     address: \"127.0.0.1:18443\"

@@ -27,14 +27,14 @@ def frame(kind, flags, stream, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
 
 
-# HPACK (RFC 7541 appendix A): :method GET (2), :scheme http (6), :path / (4),
-# :authority literal without indexing (name index 1).
+# HPACK (RFC 7541 appendix A): :method GET (2), :scheme http (6) or https (7),
+# :path / (4), :authority literal without indexing (name index 1).
 AUTHORITY = b"bench.test"
-# Over TLS, :scheme https (7).
-HEADER_BLOCK = bytes([0x82, 0x86, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
-HEADER_BLOCK_TLS = bytes([0x82, 0x87, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
-REQUEST_H2 = PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, HEADER_BLOCK)
-REQUEST_H2_TLS = PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, HEADER_BLOCK_TLS)
+
+
+def request_h2(tls):
+    block = bytes([0x82, 0x87 if tls else 0x86, 0x84, 0x01, len(AUTHORITY)]) + AUTHORITY
+    return PREFACE + frame(0x4, 0, 0) + frame(0x1, 0x5, 1, block)
 
 
 def tls_context(alpn):
@@ -73,7 +73,7 @@ async def http1(port, alpn=None):
 
 async def h2(port, alpn=None):
     reader, writer = await open_connection(port, alpn)
-    writer.write(REQUEST_H2 if alpn is None else REQUEST_H2_TLS)
+    writer.write(request_h2(tls=alpn is not None))
     done = False
     while not done:
         header = await reader.readexactly(9)

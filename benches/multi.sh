@@ -435,11 +435,7 @@ chmod -R 777 "$WORK/nginx"
 # have now), beside a copy of TLS_CONFIG, which names it.
 if [ "$NEEDS_TLS" = 1 ] || [ "$PEER" = nginx ]; then
     mkdir -p "$WORK/tls"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-        -subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test,IP:127.0.0.1" \
-        -keyout "$WORK/tls/bench-key.pem" -out "$WORK/tls/bench-cert.pem" 2>/dev/null ||
-        die 1 "openssl could not make the benchmark's certificate"
-    chmod 644 "$WORK/tls/bench-key.pem"   # nginx reads it as root; a scratch key
+    bench_cert "$WORK/tls" || die 1 "openssl could not make the benchmark's certificate"
     if [ "$NEEDS_TLS" = 1 ]; then cp "$TLS_CONFIG" "$WORK/tls/scalws-tls.yaml"; fi
 fi
 if [ -n "$NGINX" ]; then

@@ -71,9 +71,7 @@ trap cleanup EXIT
 # peer configuration has a TLS server too, which needs a certificate.
 mkdir -p "$WORK/nginx/cache" "$WORK/tls"
 chmod 755 "$WORK"; chmod -R 777 "$WORK/nginx"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj "/CN=bench.test" -keyout "$WORK/tls/bench-key.pem" -out "$WORK/tls/bench-cert.pem" 2>/dev/null
-chmod 644 "$WORK/tls/bench-key.pem"
+bench_cert "$WORK/tls"
 sed -e "s#NGINX_PREFIX#$WORK/nginx#g" benches/configs/nginx-origin.conf > "$WORK/origin.conf"
 sed -e "s#NGINX_PREFIX#$WORK/nginx#g" -e "s#STATIC_ROOT#$ROOT/benches/configs/static#g" \
     -e "s#TLS_DIR#$WORK/tls#g" benches/configs/nginx-peer.conf > "$WORK/peer.conf"

@@ -93,8 +93,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj /CN=localhost -keyout "$WORK/bench-key.pem" -out "$WORK/bench-cert.pem" 2>/dev/null
+bench_cert "$WORK"
 cp benches/configs/scalws-tls.yaml "$WORK/tls.yaml"
 cp benches/configs/scalws.yaml "$WORK/plain.yaml"
 cp -r benches/configs/static "$WORK/"

@@ -25,9 +25,9 @@ TMP=$(mktemp -d)
 cleanup() { [ -n "${SCALWS_PID:-}" ] && kill "$SCALWS_PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test" \
-    -keyout "$TMP/bench-key.pem" -out "$TMP/bench-cert.pem" 2>/dev/null
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+bench_cert "$TMP"
 cp benches/configs/tls.yaml "$TMP/tls.yaml"
 
 pin() { PIN=(); if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PIN=(taskset -c "$1"); fi; }
