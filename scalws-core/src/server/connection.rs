@@ -194,9 +194,8 @@ impl Connection {
         };
         let sni = stream.get_ref().1.server_name().map(Arc::from);
         edge.conn.secure(sni, tls.certificates);
-        // Boxed: rustls' connection state is large (1,240 bytes), and the
-        // future would otherwise hold it in several places (this fn's local,
-        // `serve`'s argument, hyper's connection).
+        // Boxed for the same reason: otherwise held by this fn's local,
+        // `serve`'s argument and hyper's connection.
         self.serve(Box::new(stream), edge, service, None).await;
     }
 }

@@ -24,7 +24,11 @@ pub(super) struct CachedFile {
     pub(super) bytes: Bytes,
     /// The canonical path read, to tell a recheck that finds another file.
     pub(super) path: PathBuf,
-    /// When the disk last agreed with this entry, in [`FileCache`] milliseconds.
+    /// When the disk last agreed with this entry, on `scalws_core::clock`'s
+    /// coarse clock (the kernel's tick, 1 to 4 ms old), read on every hit:
+    /// `Instant` arithmetic cost about 60 instructions more per hit (a
+    /// time-stamp counter read, a checked subtraction and a 128-bit
+    /// division), and a second of trust does not need its precision.
     checked_ms: AtomicU64,
 }
 
@@ -78,21 +82,12 @@ impl FileCache {
         Self { files }
     }
 
-    /// The clock entries are stamped with: `scalws_core::clock`'s coarse
-    /// one (the kernel's tick, 1 to 4 ms old), read on every hit. `Instant`
-    /// arithmetic cost about 60 instructions more per hit (a `clock_gettime`
-    /// with a time-stamp counter read, a checked subtraction and a 128-bit
-    /// division); a second of trust does not need its precision.
-    pub(super) fn now_ms(&self) -> u64 {
-        scalws_core::clock::now_ms()
-    }
-
     #[inline]
     pub(super) fn lookup(&self, key: &str) -> Lookup {
         let Some(file) = self.files.get(key) else {
             return Lookup::Miss;
         };
-        let now = self.now_ms();
+        let now = scalws_core::clock::now_ms();
         let checked = file.checked_ms.load(Ordering::Relaxed);
         if now.saturating_sub(checked) < TRUST_FOR_MS {
             return Lookup::Fresh(file);

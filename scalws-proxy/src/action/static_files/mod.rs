@@ -273,7 +273,7 @@ impl StaticFiles {
         let key = rel.to_owned();
         let listing_base = shared.listing.then(|| path.to_owned());
         let loaded = tokio::task::spawn_blocking(move || {
-            let now = shared.cache.now_ms();
+            let now = scalws_core::clock::now_ms();
             let index = shared.index.as_deref();
             let loaded = resolve::load(&shared.root, &key, index, listing_base.as_deref(), now);
             if let Ok(Loaded::Small(file)) = &loaded {
