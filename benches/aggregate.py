@@ -160,7 +160,7 @@ def load_record(path):
         "valid": rec.get("valid") == "1",
         "reason": rec.get("reason", ""),
         "requests": None, "rps": None, "p50_ms": None, "p99_ms": None, "p999_ms": None,
-        "cpu_us": None, "rss_kb": None, "busy": None,
+        "cpu_us": None, "sys_us": None, "rss_kb": None, "busy": None,
     }
     if m["valid"]:
         here = os.path.dirname(path)
@@ -178,6 +178,12 @@ def load_record(path):
         except (KeyError, ValueError, ZeroDivisionError):
             m["valid"], m["reason"] = False, "no CPU reading"
         else:
+            # The kernel's part (stime); records from before it was kept have none.
+            try:
+                sys_ticks = float(rec["sys_ticks_after"]) - float(rec["sys_ticks_before"])
+                m["sys_us"] = sys_ticks / float(rec["clk_tck"]) * 1e6 / m["requests"]
+            except (KeyError, ValueError, ZeroDivisionError):
+                pass
             # How busy the server's CPU was with the server: well under 100 % means
             # the load generator, not the server, set the pace.
             try:
@@ -266,6 +272,10 @@ def aggregate(results):
             row["cpu"] = spread([m["cpu_us"] for m in ok])
             row["rps_list"] = [m["rps"] for m in ok]
             row["cpu_list"] = [m["cpu_us"] for m in ok]
+            sys_us = [m["sys_us"] for m in ok if m["sys_us"] is not None]
+            row["sys"] = statistics.median(sys_us) if sys_us else None
+            user_us = [m["cpu_us"] - m["sys_us"] for m in ok if m["sys_us"] is not None]
+            row["user"] = statistics.median(user_us) if user_us else None
             for key, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p999")):
                 values = [m[key] for m in ok if m[key] is not None]
                 row[name] = statistics.median(values) if values else None
@@ -326,7 +336,8 @@ def write_csv(path, rows):
             "cpu_us_per_req_median", "cpu_us_min", "cpu_us_max", "cpu_cv_pct", "cpu_ratio",
             "cpu_ratio_paired_median", "p99_ms_median", "peak_rss_kib_max", "server_busy_pct_median",
             "runs_valid",
-            "runs_total", "gate", "p50_ms_median", "p999_ms_median"]
+            "runs_total", "gate", "p50_ms_median", "p999_ms_median",
+            "user_us_per_req_median", "kernel_us_per_req_median"]
 
     def n(v, d):
         return "" if v is None else f"{v:.{d}f}"
@@ -341,7 +352,8 @@ def write_csv(path, rows):
                         n(r["cpu"][0], 3), n(r["cpu"][1], 3), n(r["cpu"][2], 3), n(r["cpu"][3], 2),
                         n(r["cpu_ratio"], 4), n(r["cpu_pratio"], 4),
                         n(r["p99"], 3), "" if r["rss_kb"] is None else r["rss_kb"], n(r["busy"], 1),
-                        r["valid"], r["total"], r["gate"], n(r["p50"], 3), n(r["p999"], 3)])
+                        r["valid"], r["total"], r["gate"], n(r["p50"], 3), n(r["p999"], 3),
+                        n(r["user"], 3), n(r["sys"], 3)])
 
 
 def table(header, lines):
@@ -353,6 +365,34 @@ def table(header, lines):
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out) + "\n"
+
+
+def where_the_cpu_went(rows, peer):
+    """User and kernel CPU per request (medians) and, against a peer, the least
+    CPU ratio a column could reach by user-space work alone: its kernel time
+    over the peer's whole CPU time per request."""
+    if not any(r.get("sys") is not None for r in rows):
+        return ""
+    peer_cpu = {r["scenario"]: r["cpu"][0] for r in rows if peer and r["variant"] == peer}
+    head = ["scenario", "variant", "user us/req", "kernel us/req", "kernel share"]
+    if peer_cpu:
+        head.append(f"kernel / {peer}'s CPU")
+    lines = []
+    for r in rows:
+        if r.get("sys") is None:
+            continue
+        share = r["sys"] / r["cpu"][0] * 100 if r["cpu"][0] else None
+        line = [r["scenario"], r["variant"], fmt(r["user"]), fmt(r["sys"]),
+                "-" if share is None else f"{share:.0f} %"]
+        if peer_cpu:
+            other = peer_cpu.get(r["scenario"])
+            line.append(fmt(r["sys"] / other, 3) if other and r["variant"] != peer else "-")
+        lines.append(line)
+    text = "\nwhere the CPU went: user and kernel time per request (medians, from utime and stime)"
+    if peer_cpu:
+        text += (f"; the last column is the CPU ratio against {peer} that a column would have "
+                 "with no user-space cost at all")
+    return text + "\n" + table(head, lines)
 
 
 def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
@@ -403,6 +443,8 @@ def render_text(settings, rows, invalid, missing, gate_rps, gate_cpu, first):
         t.append(table(["scenario", "variant", "req/s", "cpu_us/req"], lines))
     else:
         t.append("(one variant: nothing to pair)\n")
+
+    t.append(where_the_cpu_went(rows, settings.get("peer", "")))
 
     t.append("\nlatency p50, p99, p99.9 (medians; p99.9 from oha or paced only), peak RSS (largest VmHWM), "
              "server busy (median CPU time / wall time)\n")

@@ -18,7 +18,10 @@
 # wrk warm-up of WARMUP seconds; then `wrk -tLOAD_THREADS -cCONNECTIONS -dDURATIONs
 # --latency`, pinned to the load CPU, while the server's CPU time (utime +
 # stime from /proc/PID/stat; nginx's worker processes) is read before and after.
-# Its peak RSS (VmHWM) is read just before the server is stopped. The origin of
+# The kernel's part of that time (stime) is kept too, and the aggregate
+# splits each column's CPU per request into user and kernel time: what a
+# change in user space can at best take away. Its peak RSS (VmHWM) is read
+# just before the server is stopped. The origin of
 # proxy and cache-hit (nginx answering `return 200 "ok"` with max-age=3600, on
 # 127.0.0.1:18090, configs/nginx-origin.conf) runs for the whole benchmark,
 # pinned to the upstream CPU. Everything listens on 127.0.0.1 only.
@@ -324,6 +327,13 @@ cpu_ticks() { # pid...
     for p in "$@"; do files+=("/proc/$p/stat"); done
     awk -v n=$# '{ t += $14 + $15; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
 }
+# The kernel's part of it (stime): what the server's system calls and the
+# network stack under them cost, which no user-space change takes away.
+sys_ticks() { # pid...
+    local p files=()
+    for p in "$@"; do files+=("/proc/$p/stat"); done
+    awk -v n=$# '{ t += $15; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
+}
 peak_rss_kb() { # pid...
     local p files=()
     for p in "$@"; do files+=("/proc/$p/status"); done
@@ -483,7 +493,7 @@ start_server() { # label log scenario
 # One measurement: writes run-N/SCENARIO.LABEL.{log,warmup.wrk,wrk,rec}.
 measure() { # run scenario label position
     local run=$1 scenario=$2 label=$3 dir="$RESULTS/run-$1" base url code
-    local valid=1 reason="" note="" before="" after="" hwm="" kind=variant t0 t1="" out tool scheme=http
+    local valid=1 reason="" note="" before="" after="" sys_before="" sys_after="" hwm="" kind=variant t0 t1="" out tool scheme=http
     base="$dir/$scenario.$label"
     tool=$(load_tool "$scenario") out=$tool
     case "$tool" in oha|paced) out=$tool.json;; esac
@@ -517,10 +527,10 @@ measure() { # run scenario label position
     fi
     if [ "$valid" = 1 ]; then
         # shellcheck disable=SC2086 # CPU_PID is one PID or several
-        before=$(cpu_ticks $CPU_PID); t0=$(date +%s.%N)
+        before=$(cpu_ticks $CPU_PID); sys_before=$(sys_ticks $CPU_PID); t0=$(date +%s.%N)
         run_wrk "$DURATION" "$url" "$base.$out" "$scenario" || invalid "the load generator failed"
         # shellcheck disable=SC2086
-        t1=$(date +%s.%N); after=$(cpu_ticks $CPU_PID)
+        t1=$(date +%s.%N); after=$(cpu_ticks $CPU_PID); sys_after=$(sys_ticks $CPU_PID)
         # shellcheck disable=SC2086
         hwm=$(peak_rss_kb $CPU_PID)
         if ! kill -0 "$SERVER_PID" 2>/dev/null || [ -z "$after" ]; then invalid "the server died"; fi
@@ -541,6 +551,8 @@ measure() { # run scenario label position
         echo "note=$note"
         echo "cpu_ticks_before=$before"
         echo "cpu_ticks_after=$after"
+        echo "sys_ticks_before=$sys_before"
+        echo "sys_ticks_after=$sys_after"
         echo "clk_tck=$CLK_TCK"
         echo "vmhwm_kb=$hwm"
         [ -n "$t1" ] && echo "wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
