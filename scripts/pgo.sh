@@ -7,11 +7,12 @@
 #
 # With SCALWSD=1 it also builds `scalwsd` with a profile of `scalwsd` itself:
 # an instrumented scalwsd serves the scenarios of benches/multi.sh under
-# h2load (respond, static-small, proxy and cache-hit over HTTP/1.1, respond
-# over TLS with HTTP/1.1 and with h2; the origin of proxy and cache-hit is
-# nginx, as in multi.sh), is stopped with SIGTERM, which writes its profile,
-# and target/pgo-use/release/scalwsd is built from that profile. Compare it
-# under load with `VARIANTS="plain=target/release/scalwsd
+# h2load (train_scalwsd in benches/lib.sh: respond, static-small, proxy and
+# cache-hit over HTTP/1.1, respond over TLS with HTTP/1.1 and with h2; the
+# origin of proxy and cache-hit is nginx, as in multi.sh), is stopped with
+# SIGTERM, which writes its profile, and target/pgo-use/release/scalwsd is
+# built from that profile, with the relocations scripts/bolt.sh needs.
+# Compare it under load with `VARIANTS="plain=target/release/scalwsd
 # pgo=target/pgo-use/release/scalwsd" benches/multi.sh`.
 #
 #   scripts/pgo.sh                 # prints the A/B; builds in target/pgo-*
@@ -21,7 +22,8 @@
 #
 # Needs llvm-profdata of rustc's LLVM major version (rustc -vV); installs
 # llvm-N from Debian when missing, and says so; SCALWSD also needs h2load,
-# nginx and openssl (nghttp2-client and nginx-light from Debian, likewise).
+# nginx (nghttp2-client and nginx-light from Debian, likewise) and openssl,
+# and 127.0.0.1's ports 18080, 18090 and 18443 free.
 # Release builds with fat LTO into separate target directories (and
 # target/release, when not current): about 25 minutes on two cores from
 # nothing, 20 more with SCALWSD=1.
@@ -45,72 +47,19 @@ export CARGO_INCREMENTAL=0
 
 SCALWSD="${SCALWSD:-0}"
 
-# train_scalwsd BIN: BIN serves every scenario under h2load, REQUESTS requests
-# each; its profiles go to $DATA/scalwsd-*.profraw.
-# In a subshell, so its EXIT trap stops the origin and removes the scratch
-# folder however it ends.
-train_scalwsd() (
-    local bin=$1 work origin=
-    # shellcheck source=../benches/lib.sh
-    . benches/lib.sh
-    for tool in h2load:nghttp2-client nginx:nginx-light; do
-        if ! command -v "${tool%%:*}" >/dev/null; then
-            echo "pgo.sh: installing ${tool#*:} from Debian for ${tool%%:*}" >&2
-            apt-get update -qq && apt-get install -y -qq "${tool#*:}" >/dev/null
-        fi
-    done
-    for port in 18080 18090 18443; do
-        if port_open "$port"; then echo "pgo.sh: 127.0.0.1:$port is in use" >&2; return 1; fi
-    done
-    work=$(mktemp -d)
-    bench_cert "$work" || { echo "pgo.sh: openssl could not make a certificate" >&2; return 1; }
-    cp benches/configs/scalws-tls.yaml "$work/tls.yaml"
-    mkdir -p "$work/nginx"
-    sed -e "s#NGINX_PREFIX#$work/nginx#g" benches/configs/nginx-origin.conf > "$work/origin.conf"
-    nginx -e /dev/stderr -c "$work/origin.conf" -p "$work/nginx" 2> "$work/origin.log" &
-    origin=$!
-    # shellcheck disable=SC2064 # the values now
-    trap "kill -QUIT $origin 2>/dev/null; rm -rf '$work'" EXIT
-    wait_port 18090 "$origin" || { cat "$work/origin.log" >&2; return 1; }
-
-    # serve CONFIG PORT URL...: one instrumented scalwsd, each URL in turn (plain
-    # http and a URL ending in ",h1" over HTTP/1.1, other https URLs over h2).
-    serve() {
-        local config=$1 port=$2 pid url
-        shift 2
-        SCALWS_LOG=warn LLVM_PROFILE_FILE="$DATA/scalwsd-%p.profraw" "$bin" --config "$config" \
-            > /dev/null 2> "$work/scalwsd.log" &
-        pid=$!
-        wait_port "$port" "$pid" || { cat "$work/scalwsd.log" >&2; return 1; }
-        while [ $# -gt 0 ]; do
-            url=$1; shift
-            local flags=()
-            case "$url" in http://*) flags=(--h1) ;; *,h1) flags=(--h1); url=${url%,h1} ;; esac
-            echo "pgo.sh: training on $url ${flags[*]}" >&2
-            timeout 600 h2load -n "$REQUESTS" -c 16 -m1 "${flags[@]}" "$url" > "$work/h2load.txt" 2>&1 ||
-                { cat "$work/h2load.txt" >&2; kill "$pid"; return 1; }
-            grep -q "^requests: $REQUESTS total, $REQUESTS started, $REQUESTS done, $REQUESTS succeeded" \
-                "$work/h2load.txt" || { cat "$work/h2load.txt" >&2; kill "$pid"; return 1; }
-        done
-        # SIGTERM: scalwsd drains and exits, and the profile is written at exit.
-        kill -TERM "$pid"
-        wait "$pid" || { echo "pgo.sh: scalwsd did not exit cleanly" >&2; cat "$work/scalwsd.log" >&2; return 1; }
-    }
-    serve benches/configs/scalws.yaml 18080 \
-        http://127.0.0.1:18080/respond http://127.0.0.1:18080/static/small.html \
-        http://127.0.0.1:18080/proxy http://127.0.0.1:18080/cache/hit
-    serve "$work/tls.yaml" 18443 https://127.0.0.1:18443/respond,h1 https://127.0.0.1:18443/respond
-)
-
 if [ "$SCALWSD" != 0 ]; then
     echo "pgo.sh: instrumented scalwsd (target/pgo-gen)" >&2
     RUSTFLAGS="-Cprofile-generate=$DATA" cargo build --release -j2 -p scalwsd \
         --target-dir target/pgo-gen >&2
-    train_scalwsd target/pgo-gen/release/scalwsd
+    # shellcheck source=../benches/lib.sh
+    . benches/lib.sh
+    LLVM_PROFILE_FILE="$DATA/scalwsd-%p.profraw" train_scalwsd target/pgo-gen/release/scalwsd "$REQUESTS"
     "$PROFDATA" merge -o "$DATA/scalwsd.profdata" "$DATA"/scalwsd-*.profraw
     echo "pgo.sh: scalwsd with its profile (target/pgo-use/release/scalwsd)" >&2
-    RUSTFLAGS="-Cprofile-use=$DATA/scalwsd.profdata" cargo build --release -j2 -p scalwsd \
-        --target-dir target/pgo-use >&2
+    # Relocations kept in the binary, so scripts/bolt.sh (SCALWSD=1) can lay
+    # it out again; they are not loaded and cost nothing at run time.
+    RUSTFLAGS="-Cprofile-use=$DATA/scalwsd.profdata -Clink-arg=-Wl,--emit-relocs" \
+        cargo build --release -j2 -p scalwsd --target-dir target/pgo-use >&2
 fi
 
 if [ "$SCALWSD" != only ]; then
