@@ -3,6 +3,22 @@
 # Whether something accepts TCP connections on 127.0.0.1:PORT.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# need COMMAND PACKAGE...: when COMMAND is missing (on PATH or in /usr/sbin,
+# where nginx lives), installs the first PACKAGE that installs from Debian,
+# and says so; exits when none does.
+need() {
+    command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] && return 0
+    local command=$1 package
+    shift
+    echo "$(basename "$0"): installing $command from Debian (apt-get install $1)" >&2
+    [ "${APT_UPDATED:-0}" = 1 ] || { timeout 600 apt-get update -qq >&2 || true; APT_UPDATED=1; }
+    for package in "$@"; do
+        timeout 900 apt-get install -y -qq "$package" >/dev/null 2>&1 && return 0
+    done
+    echo "$(basename "$0"): could not install $command" >&2
+    exit 1
+}
+
 # bench_cert DIR: a scratch certificate for the TLS benchmarks, ECDSA P-256
 # (as most sites have now) for bench.test and 127.0.0.1, valid two days:
 # DIR/bench-cert.pem and DIR/bench-key.pem, the key readable by nginx's
@@ -36,17 +52,15 @@ wait_port() {
 # as in multi.sh), then respond over TLS with HTTP/1.1 and with h2 (a scratch
 # certificate). Each scalwsd is stopped with SIGTERM and must exit cleanly
 # (an instrumented binary writes its profile at exit). BIN inherits the
-# environment (LLVM_PROFILE_FILE, for one). Installs h2load and nginx from
-# Debian when missing, and says so. Runs in a subshell, whose EXIT trap stops
-# the origin and removes the scratch folder however it ends.
+# environment (LLVM_PROFILE_FILE, for one). Installs h2load, nginx and
+# openssl from Debian when missing (`need`). Runs in a subshell, whose EXIT
+# trap stops the origin and removes the scratch folder however it ends.
 train_scalwsd() (
     bin=$1 requests=$2 me=$(basename "$0")
-    for tool in h2load:nghttp2-client nginx:nginx-light; do
-        if ! command -v "${tool%%:*}" >/dev/null; then
-            echo "$me: installing ${tool#*:} from Debian for ${tool%%:*}" >&2
-            apt-get update -qq && apt-get install -y -qq "${tool#*:}" >/dev/null
-        fi
-    done
+    need h2load nghttp2-client
+    need nginx nginx-light nginx
+    need openssl openssl
+    nginx=$(command -v nginx || echo /usr/sbin/nginx)
     for port in 18080 18090 18443; do
         if port_open "$port"; then echo "$me: 127.0.0.1:$port is in use" >&2; exit 1; fi
     done
@@ -57,7 +71,7 @@ train_scalwsd() (
     cp benches/configs/scalws-tls.yaml "$work/tls.yaml"
     mkdir -p "$work/nginx"
     sed -e "s#NGINX_PREFIX#$work/nginx#g" benches/configs/nginx-origin.conf > "$work/origin.conf"
-    nginx -e /dev/stderr -c "$work/origin.conf" -p "$work/nginx" 2> "$work/origin.log" &
+    "$nginx" -e /dev/stderr -c "$work/origin.conf" -p "$work/nginx" 2> "$work/origin.log" &
     origin=$!
     wait_port 18090 "$origin" || { cat "$work/origin.log" >&2; exit 1; }
 

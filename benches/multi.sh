@@ -321,19 +321,15 @@ stop() { # pid: SIGTERM, then SIGKILL after 10 s
 }
 
 # CPU time of the measured processes (nginx with WORKERS=N: its N workers), every
-# thread included, in clock ticks; and their peak RSS, summed. Empty when one is gone.
+# thread included, in clock ticks, and the kernel's part of it (stime: what the
+# system calls and the network stack under them cost, which no user-space change
+# takes away), from one read: "TOTAL KERNEL". Empty when one is gone.
 cpu_ticks() { # pid...
     local p files=()
     for p in "$@"; do files+=("/proc/$p/stat"); done
-    awk -v n=$# '{ t += $14 + $15; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
+    awk -v n=$# '{ t += $14 + $15; s += $15; k++ } END { if (k == n) print t, s }' "${files[@]}" 2>/dev/null || true
 }
-# The kernel's part of it (stime): what the server's system calls and the
-# network stack under them cost, which no user-space change takes away.
-sys_ticks() { # pid...
-    local p files=()
-    for p in "$@"; do files+=("/proc/$p/stat"); done
-    awk -v n=$# '{ t += $15; k++ } END { if (k == n) print t }' "${files[@]}" 2>/dev/null || true
-}
+# And their peak RSS, summed.
 peak_rss_kb() { # pid...
     local p files=()
     for p in "$@"; do files+=("/proc/$p/status"); done
@@ -527,10 +523,10 @@ measure() { # run scenario label position
     fi
     if [ "$valid" = 1 ]; then
         # shellcheck disable=SC2086 # CPU_PID is one PID or several
-        before=$(cpu_ticks $CPU_PID); sys_before=$(sys_ticks $CPU_PID); t0=$(date +%s.%N)
+        read -r before sys_before <<< "$(cpu_ticks $CPU_PID)"; t0=$(date +%s.%N)
         run_wrk "$DURATION" "$url" "$base.$out" "$scenario" || invalid "the load generator failed"
         # shellcheck disable=SC2086
-        t1=$(date +%s.%N); after=$(cpu_ticks $CPU_PID); sys_after=$(sys_ticks $CPU_PID)
+        t1=$(date +%s.%N); read -r after sys_after <<< "$(cpu_ticks $CPU_PID)"
         # shellcheck disable=SC2086
         hwm=$(peak_rss_kb $CPU_PID)
         if ! kill -0 "$SERVER_PID" 2>/dev/null || [ -z "$after" ]; then invalid "the server died"; fi

@@ -34,16 +34,8 @@ declare -A URL_PATH=([static-small]=/static/small.html [respond]=/respond [proxy
 say() { echo "rss.sh: $*" >&2; }
 [ -x "$BIN" ] || { say "$BIN missing; run: cargo build --release -p scalwsd"; exit 1; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-apt_updated=0
-need() { # command package...
-    command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] && return 0
-    shift
-    say "installing $1 from Debian (apt-get install $1)"
-    [ "$apt_updated" = 1 ] || { timeout 600 apt-get update -qq >&2 || true; apt_updated=1; }
-    local p
-    for p in "$@"; do timeout 900 apt-get install -y -qq "$p" >/dev/null && return 0; done
-    say "could not install $1"; exit 1
-}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 need wrk wrk
 need nginx nginx-light nginx
 need openssl openssl
@@ -63,9 +55,6 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-# shellcheck source=benches/lib.sh
-. benches/lib.sh
 
 # nginx workers run as nobody: they write their temp files and cache here. The
 # peer configuration has a TLS server too, which needs a certificate.

@@ -51,11 +51,6 @@ FEW="${FEW:-2000}"
 MANY="${MANY:-6000}"
 [ "$MANY" -gt "$FEW" ] || { say "MANY ($MANY) must be more than FEW ($FEW)"; exit 2; }
 
-need() {
-    command -v "$1" >/dev/null && return
-    say "installing $1 from Debian (apt-get install $2)"
-    { apt-get update -q && apt-get install -y -q "$2"; } >/dev/null 2>&1 || { say "could not install $2"; exit 1; }
-}
 need valgrind valgrind
 need h2load nghttp2-client
 need openssl openssl

@@ -22,8 +22,8 @@
 #
 # Needs llvm-profdata of rustc's LLVM major version (rustc -vV); installs
 # llvm-N from Debian when missing, and says so; SCALWSD also needs h2load,
-# nginx (nghttp2-client and nginx-light from Debian, likewise) and openssl,
-# and 127.0.0.1's ports 18080, 18090 and 18443 free.
+# nginx and openssl (installed from Debian likewise) and 127.0.0.1's ports
+# 18080, 18090 and 18443 free.
 # Release builds with fat LTO into separate target directories (and
 # target/release, when not current): about 25 minutes on two cores from
 # nothing, 20 more with SCALWSD=1.
