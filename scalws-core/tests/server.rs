@@ -167,6 +167,30 @@ async fn http1_and_h2c_answer_with_conn_info() {
     assert_eq!(h2.text(), "edge http HTTP/2.0");
 }
 
+/// RFC 9110 6.6.1: an origin server with a clock sends `Date`, the time the
+/// message was made, in whole seconds. (hyper's cached field is read on the
+/// kernel's coarse wall clock: a patch.)
+#[tokio::test]
+async fn every_answer_carries_the_current_date() {
+    let server = start(Limits::default());
+    for proto in [Proto::Http1, Proto::H2c] {
+        for _ in 0..3 {
+            let before = std::time::SystemTime::now();
+            let reply = TestClient::new(proto).get(server.addr, "x", "/").await;
+            let after = std::time::SystemTime::now();
+            let date = reply.header("date").expect("a Date field");
+            let date = httpdate::parse_http_date(date).expect("an HTTP date");
+            // Whole seconds: the field may lag by up to one second (plus a tick).
+            let slack = Duration::from_millis(1100);
+            assert!(
+                date + slack >= before && date <= after,
+                "{proto:?}: Date {date:?} outside {before:?}..{after:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+}
+
 /// RFC 9110 6.5.1 and 10.1.4: trailer fields go to an HTTP/1.1 client only
 /// when its `TE` lists `trailers`, on any of its `TE` lines, in any case.
 /// (hyper reads the request's `TE` as it parses the head: a patch.)

@@ -41,6 +41,29 @@ struct CachedDate {
     next_update: SystemTime,
 }
 
+/// The wall clock for the `Date` field, whose unit is a second. On Linux
+/// it is `CLOCK_REALTIME_COARSE`: the time at the kernel's last tick (at
+/// most a tick, 1 to 4 ms, behind), read from the vDSO without the
+/// time-stamp counter read `SystemTime::now` makes. The check runs on every
+/// poll of every server connection, twice or more per request.
+/// (A ScalWS patch.)
+#[cfg(target_os = "linux")]
+fn now() -> SystemTime {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    match (u64::try_from(now.tv_sec), u32::try_from(now.tv_nsec)) {
+        (Ok(secs), Ok(nanos)) if nanos < 1_000_000_000 => {
+            UNIX_EPOCH + Duration::new(secs, nanos)
+        }
+        // A clock set before 1970: as unpatched hyper.
+        _ => SystemTime::now(),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn now() -> SystemTime {
+    SystemTime::now()
+}
+
 thread_local!(static CACHED: RefCell<CachedDate> = RefCell::new(CachedDate::new()));
 
 impl CachedDate {
@@ -50,7 +73,7 @@ impl CachedDate {
             pos: 0,
             #[cfg(feature = "http2")]
             header_value: HeaderValue::from_static(""),
-            next_update: SystemTime::now(),
+            next_update: now(),
         };
         cache.update(cache.next_update);
         cache
@@ -61,7 +84,7 @@ impl CachedDate {
     }
 
     fn check(&mut self) {
-        let now = SystemTime::now();
+        let now = now();
         if now > self.next_update {
             self.update(now);
         }
@@ -109,6 +132,17 @@ mod tests {
 
     #[cfg(feature = "nightly")]
     use test::Bencher;
+
+    #[test]
+    fn the_coarse_clock_is_the_wall_clock() {
+        let before = SystemTime::now();
+        let coarse = now();
+        let after = SystemTime::now();
+        // At most a tick behind; never ahead of the precise clock.
+        assert!(coarse <= after, "{coarse:?} after {after:?}");
+        let behind = before.duration_since(coarse).unwrap_or_default();
+        assert!(behind < Duration::from_millis(50), "{behind:?} behind");
+    }
 
     #[test]
     fn test_date_len() {
