@@ -12,7 +12,9 @@
 //! 4. **Disk** ([`resolve`], in `spawn_blocking`): the path is canonicalised and must
 //!    stay inside the canonical root (a symlink leaving it is 404, like a missing file);
 //!    a directory gives its `index`, else a [`listing`] if enabled, else 404. A small
-//!    file is read and cached; a larger one streams in 64 KiB chunks ([`body`]).
+//!    file is read and cached; a larger one streams in 64 KiB chunks ([`body`]). Of
+//!    concurrent requests for a file not cached, one reads it; the others wait for
+//!    that read, then look in memory again (`FileCache::join_load`).
 //!    Permission denied on a file inside the root is 403.
 //! 5. **Response** ([`response`]): `If-None-Match` / `If-Modified-Since` give 304, one
 //!    `Range` 206 (416 if unsatisfiable, honoured only if `If-Range` matches); HEAD
@@ -71,7 +73,7 @@ use scalws_router::normalize_path;
 
 use super::ActionFuture;
 
-use cache::{CachedFile, FileCache, Lookup};
+use cache::{CachedFile, FileCache, Flight, Lookup};
 use request_path::Prefix;
 use resolve::Loaded;
 use response::Content;
@@ -203,7 +205,8 @@ impl StaticFiles {
     }
 
     /// The rest of [`Self::serve`]: a cached file checked against the disk,
-    /// or the file read.
+    /// or the file read. Of concurrent requests for a file not cached, the
+    /// first reads it and the others wait for it, then look in memory again.
     async fn answer_from_disk(
         &self,
         head: bool,
@@ -213,11 +216,39 @@ impl StaticFiles {
         headers: &HeaderMap,
     ) -> Response<Body> {
         if let Some(file) = recheck {
-            if self.unchanged(rel, &file).await {
-                return cached(head, headers, &file);
-            }
-            self.shared.cache.invalidate(rel);
+            return self.recheck(head, path, rel, &file, headers).await;
         }
+        let _leading = match self.shared.cache.join_load(rel) {
+            Flight::Lead(leading) => leading,
+            Flight::Follow(done) => {
+                done.await;
+                return match self.shared.cache.lookup(rel) {
+                    Lookup::Fresh(file) => cached(head, headers, &file),
+                    Lookup::Recheck(file) => self.recheck(head, path, rel, &file, headers).await,
+                    // Not cached (a large file, a directory, an error), or
+                    // its reader went away: read as if alone.
+                    Lookup::Miss => self.load(head, path, rel, headers).await,
+                };
+            }
+        };
+        // The guard goes after the read, which has put a small file in memory.
+        self.load(head, path, rel, headers).await
+    }
+
+    /// A cached file whose trust ran out, checked against the disk: served,
+    /// or dropped and read again.
+    async fn recheck(
+        &self,
+        head: bool,
+        path: &str,
+        rel: &str,
+        file: &Arc<CachedFile>,
+        headers: &HeaderMap,
+    ) -> Response<Body> {
+        if self.unchanged(rel, file).await {
+            return cached(head, headers, file);
+        }
+        self.shared.cache.invalidate(rel);
         self.load(head, path, rel, headers).await
     }
 
@@ -272,6 +303,11 @@ impl StaticFiles {
         let shared = self.shared.clone();
         let key = rel.to_owned();
         let listing_base = shared.listing.then(|| path.to_owned());
+        #[cfg(test)]
+        shared
+            .cache
+            .disk_loads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let loaded = tokio::task::spawn_blocking(move || {
             let now = scalws_core::clock::now_ms();
             let index = shared.index.as_deref();
@@ -348,5 +384,98 @@ impl<B> tower::Service<Request<B>> for StaticFiles {
                 .serve(&parts.method, parts.uri.path(), &parts.headers)
                 .await)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use futures_util::FutureExt;
+    use futures_util::future::join_all;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    fn files(dir: &tempfile::TempDir) -> StaticFiles {
+        StaticFiles::new(StaticOptions {
+            root: dir.path().into(),
+            ..StaticOptions::default()
+        })
+        .unwrap()
+    }
+
+    async fn body(response: Response<Body>) -> Bytes {
+        assert_eq!(response.status(), StatusCode::OK);
+        response.into_body().collect().await.unwrap().to_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_burst_on_a_cold_cache_reads_a_small_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
+        let files = files(&dir);
+        let headers = HeaderMap::new();
+        let burst = join_all((0..32).map(|_| files.serve(&Method::GET, "/a.txt", &headers)));
+        let answers = tokio::time::timeout(Duration::from_secs(10), burst)
+            .await
+            .unwrap();
+        for answer in answers {
+            assert_eq!(body(answer).await, "hello");
+        }
+        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 1);
+        // Cached now: no more reads.
+        assert_eq!(
+            body(files.serve(&Method::GET, "/a.txt", &headers).await).await,
+            "hello"
+        );
+        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_burst_for_a_large_file_reads_it_once_per_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let large = vec![b'x'; cache::MAX_CACHED_FILE as usize + 1];
+        std::fs::write(dir.path().join("large.bin"), &large).unwrap();
+        let files = files(&dir);
+        let headers = HeaderMap::new();
+        let burst = join_all((0..8).map(|_| files.serve(&Method::GET, "/large.bin", &headers)));
+        let answers = tokio::time::timeout(Duration::from_secs(10), burst)
+            .await
+            .unwrap();
+        for answer in answers {
+            assert_eq!(body(answer).await.len(), large.len());
+        }
+        // Each streams from a handle of its own, after the first's open.
+        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 8);
+    }
+
+    #[tokio::test]
+    async fn requests_waiting_for_a_reader_that_went_away_are_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
+        let files = files(&dir);
+        let headers = HeaderMap::new();
+        let mut reader = Box::pin(files.serve(&Method::GET, "/a.txt", &headers));
+        assert!(
+            (&mut reader).now_or_never().is_none(),
+            "the read is under way"
+        );
+        let mut waiting: Vec<_> = (0..4)
+            .map(|_| Box::pin(files.serve(&Method::GET, "/a.txt", &headers)))
+            .collect();
+        for waiter in &mut waiting {
+            assert!(waiter.now_or_never().is_none(), "waits for the reader");
+        }
+        drop(reader);
+        let answers = tokio::time::timeout(Duration::from_secs(10), join_all(waiting))
+            .await
+            .expect("the waiting requests go on without the reader");
+        for answer in answers {
+            assert_eq!(body(answer).await, "hello");
+        }
     }
 }
