@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::Cli;
-use scalws_core::server::Workers;
+use scalws_core::server::{BLOCKING_THREADS_PER_WORKER, Workers};
 
 use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG, Scheduler};
 
@@ -107,28 +107,7 @@ pub fn main(cli: Cli) -> ExitCode {
         .scheduler
         .or_else(|| peeked.as_ref().and_then(|p| p.scheduler))
         .unwrap_or_default();
-    // Per worker (the default): a current-thread runtime on this thread and
-    // one on a thread of its own for every other worker, each serving its
-    // own SO_REUSEPORT sockets, as nginx's workers do. One event loop runs
-    // 4-9 % fewer instructions per request than the multi-thread scheduler
-    // with one worker, and under load cost 0.97x its CPU on respond, 0.99x
-    // on proxy and 0.77x on h2 over TLS (docs/benchmarks.md, "The worker
-    // model").
-    let (runtime, extra) = match scheduler {
-        Scheduler::PerWorker => (
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build(),
-            workers - 1,
-        ),
-        Scheduler::WorkStealing => (
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .enable_all()
-                .build(),
-            0,
-        ),
-    };
+    let (runtime, extra) = runtime(scheduler, workers);
     let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => return runtime_failed(&error),
@@ -186,6 +165,38 @@ struct Peek {
 
 /// `workers` and `scheduler` from the file, if it parses that far; the full
 /// load reports any error.
+/// The runtime `scalwsd` serves on, and how many workers to start beside it.
+///
+/// Per worker (the default): a current-thread runtime on this thread and
+/// one on a thread of its own for every other worker, each serving its own
+/// SO_REUSEPORT sockets, as nginx's workers do. One event loop runs 4-9 %
+/// fewer instructions per request than the multi-thread scheduler with one
+/// worker, and under load cost 0.97x its CPU on respond, 0.99x on proxy and
+/// 0.77x on h2 over TLS (docs/benchmarks.md, "The worker model"). Either way
+/// a worker has at most [`BLOCKING_THREADS_PER_WORKER`] blocking threads.
+fn runtime(
+    scheduler: Scheduler,
+    workers: usize,
+) -> (std::io::Result<tokio::runtime::Runtime>, usize) {
+    match scheduler {
+        Scheduler::PerWorker => (
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
+                .build(),
+            workers.saturating_sub(1),
+        ),
+        Scheduler::WorkStealing => (
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .max_blocking_threads(BLOCKING_THREADS_PER_WORKER.saturating_mul(workers))
+                .build(),
+            0,
+        ),
+    }
+}
+
 fn peek(source: &Source) -> Option<Peek> {
     #[derive(serde::Deserialize)]
     struct File {
@@ -218,4 +229,47 @@ fn init_logging() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The most of `tasks` blocking tasks (each holding its thread for a
+    /// while) that ran at once.
+    async fn most_at_once(tasks: usize) -> usize {
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let spawned: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                tokio::task::spawn_blocking(move || {
+                    most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+                    std::thread::sleep(Duration::from_millis(100));
+                    running.fetch_sub(1, SeqCst);
+                })
+            })
+            .collect();
+        for task in spawned {
+            task.await.unwrap();
+        }
+        most.load(SeqCst)
+    }
+
+    #[test]
+    fn a_worker_runs_at_most_32_blocking_threads() {
+        for (scheduler, workers) in [(Scheduler::PerWorker, 1), (Scheduler::WorkStealing, 2)] {
+            let (runtime, _) = runtime(scheduler, workers);
+            let most = runtime.unwrap().block_on(most_at_once(100));
+            let cap = BLOCKING_THREADS_PER_WORKER * workers;
+            // tokio's default would run all 100 at once.
+            assert!(most <= cap, "{scheduler:?}: {most} at once");
+            assert!(most > cap / 2, "{scheduler:?}: only {most} at once");
+        }
+    }
 }

@@ -18,6 +18,15 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
 
+/// The most threads a worker's runtime starts for blocking work (file reads
+/// for `static` routes, the access log's writes, a reload's file read), as
+/// nginx's thread pools have 32 per worker process. tokio's default is 512
+/// per runtime: a burst of requests for files that are not in memory (a
+/// scanner asking for missing paths, many downloads at once) started a
+/// thread for each, each with its own stack and allocator heap. Work past
+/// the limit waits in the runtime's queue for a thread to come free.
+pub const BLOCKING_THREADS_PER_WORKER: usize = 32;
+
 /// The extra event loops of a server (none by default).
 ///
 /// Dropping it tells each worker to stop: what still runs there is dropped
@@ -50,7 +59,11 @@ impl Workers {
             std::thread::Builder::new()
                 .name(format!("scalws-worker-{n}"))
                 .spawn(move || {
-                    let runtime = match Builder::new_current_thread().enable_all().build() {
+                    let runtime = match Builder::new_current_thread()
+                        .enable_all()
+                        .max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
+                        .build()
+                    {
                         Ok(runtime) => runtime,
                         Err(error) => {
                             let _ = ready.send(Err(error));
@@ -102,5 +115,48 @@ impl Drop for Workers {
                 let _ = stop.send(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    use super::*;
+
+    #[test]
+    fn a_worker_beside_runs_at_most_32_blocking_threads() {
+        let workers = Workers::start(1).unwrap();
+        let handle = workers.handle(1).unwrap().clone();
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let spawned: Vec<_> = (0..100)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                handle.spawn_blocking(move || {
+                    most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+                    std::thread::sleep(Duration::from_millis(100));
+                    running.fetch_sub(1, SeqCst);
+                })
+            })
+            .collect();
+        let done = std::thread::spawn(move || {
+            let runtime = Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                for task in spawned {
+                    task.await.unwrap();
+                }
+            });
+        });
+        done.join().unwrap();
+        let most = most.load(SeqCst);
+        // tokio's default would run all 100 at once.
+        assert!(most <= BLOCKING_THREADS_PER_WORKER, "{most} at once");
+        assert!(
+            most > BLOCKING_THREADS_PER_WORKER / 2,
+            "only {most} at once"
+        );
     }
 }
