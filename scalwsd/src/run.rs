@@ -163,8 +163,6 @@ struct Peek {
     scheduler: Option<Scheduler>,
 }
 
-/// `workers` and `scheduler` from the file, if it parses that far; the full
-/// load reports any error.
 /// The runtime `scalwsd` serves on, and how many workers to start beside it.
 ///
 /// Per worker (the default): a current-thread runtime on this thread and
@@ -197,6 +195,8 @@ fn runtime(
     }
 }
 
+/// `workers` and `scheduler` from the file, if it parses that far; the full
+/// load reports any error.
 fn peek(source: &Source) -> Option<Peek> {
     #[derive(serde::Deserialize)]
     struct File {
