@@ -91,13 +91,13 @@ pub(super) enum Flight<'a> {
 /// The reader's side of a [`Flight`]: dropped, it lets the others go on.
 pub(super) struct Leading<'a> {
     cache: &'a FileCache,
-    key: Box<str>,
+    key: &'a str,
     done: Arc<Notify>,
 }
 
 impl Drop for Leading<'_> {
     fn drop(&mut self) {
-        self.cache.loading().remove(&*self.key);
+        self.cache.loading().remove(self.key);
         // Every follower registered (made its `OwnedNotified`) under the
         // lock while the key was there, so before this call: none is missed.
         self.done.notify_waiters();
@@ -136,7 +136,7 @@ impl FileCache {
     /// file not yet cached (a cold start, a new deploy) read it once each,
     /// each on a blocking thread of its own: 64 threads for 64 connections.
     /// A lock, but only on a miss; a hit never takes it.
-    pub(super) fn join_load(&self, key: &str) -> Flight<'_> {
+    pub(super) fn join_load<'a>(&'a self, key: &'a str) -> Flight<'a> {
         let mut loading = self.loading();
         if let Some(done) = loading.get(key) {
             return Flight::Follow(done.clone().notified_owned());
@@ -145,7 +145,7 @@ impl FileCache {
         loading.insert(key.into(), done.clone());
         Flight::Lead(Leading {
             cache: self,
-            key: key.into(),
+            key,
             done,
         })
     }

@@ -400,12 +400,17 @@ mod tests {
 
     use super::*;
 
-    fn files(dir: &tempfile::TempDir) -> StaticFiles {
-        StaticFiles::new(StaticOptions {
+    /// A root holding `name` with `contents`, and its files (the folder
+    /// lives as long as the first).
+    fn site(name: &str, contents: &[u8]) -> (tempfile::TempDir, StaticFiles) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), contents).unwrap();
+        let files = StaticFiles::new(StaticOptions {
             root: dir.path().into(),
             ..StaticOptions::default()
         })
-        .unwrap()
+        .unwrap();
+        (dir, files)
     }
 
     async fn body(response: Response<Body>) -> Bytes {
@@ -413,51 +418,46 @@ mod tests {
         response.into_body().collect().await.unwrap().to_bytes()
     }
 
-    #[tokio::test]
-    async fn a_burst_on_a_cold_cache_reads_a_small_file_once() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
-        let files = files(&dir);
+    /// `n` GETs of `path` at once: their bodies.
+    async fn burst(files: &StaticFiles, path: &str, n: usize) -> Vec<Bytes> {
         let headers = HeaderMap::new();
-        let burst = join_all((0..32).map(|_| files.serve(&Method::GET, "/a.txt", &headers)));
-        let answers = tokio::time::timeout(Duration::from_secs(10), burst)
+        let answers = join_all((0..n).map(|_| files.serve(&Method::GET, path, &headers)));
+        let answers = tokio::time::timeout(Duration::from_secs(10), answers)
             .await
             .unwrap();
-        for answer in answers {
-            assert_eq!(body(answer).await, "hello");
+        join_all(answers.into_iter().map(body)).await
+    }
+
+    fn disk_loads(files: &StaticFiles) -> usize {
+        files.shared.cache.disk_loads.load(Ordering::Relaxed)
+    }
+
+    #[tokio::test]
+    async fn a_burst_on_a_cold_cache_reads_a_small_file_once() {
+        let (_dir, files) = site("a.txt", b"hello");
+        for answer in burst(&files, "/a.txt", 32).await {
+            assert_eq!(answer, "hello");
         }
-        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 1);
+        assert_eq!(disk_loads(&files), 1);
         // Cached now: no more reads.
-        assert_eq!(
-            body(files.serve(&Method::GET, "/a.txt", &headers).await).await,
-            "hello"
-        );
-        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 1);
+        assert_eq!(burst(&files, "/a.txt", 1).await, ["hello"]);
+        assert_eq!(disk_loads(&files), 1);
     }
 
     #[tokio::test]
     async fn a_burst_for_a_large_file_reads_it_once_per_request() {
-        let dir = tempfile::tempdir().unwrap();
         let large = vec![b'x'; cache::MAX_CACHED_FILE as usize + 1];
-        std::fs::write(dir.path().join("large.bin"), &large).unwrap();
-        let files = files(&dir);
-        let headers = HeaderMap::new();
-        let burst = join_all((0..8).map(|_| files.serve(&Method::GET, "/large.bin", &headers)));
-        let answers = tokio::time::timeout(Duration::from_secs(10), burst)
-            .await
-            .unwrap();
-        for answer in answers {
-            assert_eq!(body(answer).await.len(), large.len());
+        let (_dir, files) = site("large.bin", &large);
+        for answer in burst(&files, "/large.bin", 8).await {
+            assert_eq!(answer.len(), large.len());
         }
         // Each streams from a handle of its own, after the first's open.
-        assert_eq!(files.shared.cache.disk_loads.load(Ordering::Relaxed), 8);
+        assert_eq!(disk_loads(&files), 8);
     }
 
     #[tokio::test]
     async fn requests_waiting_for_a_reader_that_went_away_are_answered() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
-        let files = files(&dir);
+        let (_dir, files) = site("a.txt", b"hello");
         let headers = HeaderMap::new();
         let mut reader = Box::pin(files.serve(&Method::GET, "/a.txt", &headers));
         assert!(
