@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::Cli;
-use scalws_core::server::{BLOCKING_THREADS_PER_WORKER, Workers};
+use scalws_core::server::{BLOCKING_THREADS_PER_WORKER, Workers, worker_runtime};
 
 use crate::config::{self, Config, ConfigErrors, DEFAULT_CONFIG, Scheduler};
 
@@ -177,13 +177,7 @@ fn runtime(
     workers: usize,
 ) -> (std::io::Result<tokio::runtime::Runtime>, usize) {
     match scheduler {
-        Scheduler::PerWorker => (
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
-                .build(),
-            workers.saturating_sub(1),
-        ),
+        Scheduler::PerWorker => (worker_runtime(), workers.saturating_sub(1)),
         Scheduler::WorkStealing => (
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
@@ -234,38 +228,13 @@ fn init_logging() {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    use std::time::Duration;
-
     use super::*;
-
-    /// The most of `tasks` blocking tasks (each holding its thread for a
-    /// while) that ran at once.
-    async fn most_at_once(tasks: usize) -> usize {
-        let running = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let spawned: Vec<_> = (0..tasks)
-            .map(|_| {
-                let (running, most) = (running.clone(), most.clone());
-                tokio::task::spawn_blocking(move || {
-                    most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
-                    std::thread::sleep(Duration::from_millis(100));
-                    running.fetch_sub(1, SeqCst);
-                })
-            })
-            .collect();
-        for task in spawned {
-            task.await.unwrap();
-        }
-        most.load(SeqCst)
-    }
 
     #[test]
     fn a_worker_runs_at_most_32_blocking_threads() {
         for (scheduler, workers) in [(Scheduler::PerWorker, 1), (Scheduler::WorkStealing, 2)] {
             let (runtime, _) = runtime(scheduler, workers);
-            let most = runtime.unwrap().block_on(most_at_once(100));
+            let most = test_support::most_blocking_at_once(runtime.unwrap().handle(), 100);
             let cap = BLOCKING_THREADS_PER_WORKER * workers;
             // tokio's default would run all 100 at once.
             assert!(most <= cap, "{scheduler:?}: {most} at once");

@@ -213,3 +213,30 @@ pub async fn h2_connection(
     tokio::spawn(conn);
     sender
 }
+
+/// Spawns `tasks` blocking tasks on `runtime`, each holding its thread for
+/// 100 ms, waits for them all, and returns how many ran at once at most: the
+/// runtime's blocking-thread limit when `tasks` is above it. Call it from
+/// outside the runtime.
+pub fn most_blocking_at_once(runtime: &tokio::runtime::Handle, tasks: usize) -> usize {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let spawned: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (running, most) = (running.clone(), most.clone());
+            runtime.spawn_blocking(move || {
+                most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+                std::thread::sleep(Duration::from_millis(100));
+                running.fetch_sub(1, SeqCst);
+            })
+        })
+        .collect();
+    runtime.block_on(async {
+        for task in spawned {
+            task.await.expect("a blocking task panicked");
+        }
+    });
+    most.load(SeqCst)
+}

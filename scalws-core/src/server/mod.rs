@@ -47,7 +47,7 @@ pub use running::Running;
 pub use stats::{ListenerStats, ServerStats};
 pub(crate) use tunnel::TunnelHost;
 pub use tunnel::{ClientUpgrade, spawn_tunnel};
-pub use workers::{BLOCKING_THREADS_PER_WORKER, Workers};
+pub use workers::{BLOCKING_THREADS_PER_WORKER, Workers, worker_runtime};
 
 use crate::Body;
 use crate::error::BoxError;

@@ -15,7 +15,7 @@ use std::io;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tokio::runtime::{Builder, Handle};
+use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::sync::oneshot;
 
 /// The most threads a worker's runtime starts for blocking work (file reads
@@ -26,6 +26,17 @@ use tokio::sync::oneshot;
 /// thread for each, each with its own stack and allocator heap. Work past
 /// the limit waits in the runtime's queue for a thread to come free.
 pub const BLOCKING_THREADS_PER_WORKER: usize = 32;
+
+/// A worker's event loop: a current-thread runtime with I/O and timers and
+/// at most [`BLOCKING_THREADS_PER_WORKER`] blocking threads. Every worker
+/// [`Workers::start`] starts runs on one; a server's first worker (the
+/// caller's own runtime) can be made with it too, as `scalwsd` does.
+pub fn worker_runtime() -> io::Result<Runtime> {
+    Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
+        .build()
+}
 
 /// The extra event loops of a server (none by default).
 ///
@@ -59,11 +70,7 @@ impl Workers {
             std::thread::Builder::new()
                 .name(format!("scalws-worker-{n}"))
                 .spawn(move || {
-                    let runtime = match Builder::new_current_thread()
-                        .enable_all()
-                        .max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
-                        .build()
-                    {
+                    let runtime = match worker_runtime() {
                         Ok(runtime) => runtime,
                         Err(error) => {
                             let _ = ready.send(Err(error));
@@ -121,37 +128,12 @@ impl Drop for Workers {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-
     use super::*;
 
     #[test]
     fn a_worker_beside_runs_at_most_32_blocking_threads() {
         let workers = Workers::start(1).unwrap();
-        let handle = workers.handle(1).unwrap().clone();
-        let running = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let spawned: Vec<_> = (0..100)
-            .map(|_| {
-                let (running, most) = (running.clone(), most.clone());
-                handle.spawn_blocking(move || {
-                    most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
-                    std::thread::sleep(Duration::from_millis(100));
-                    running.fetch_sub(1, SeqCst);
-                })
-            })
-            .collect();
-        let done = std::thread::spawn(move || {
-            let runtime = Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(async {
-                for task in spawned {
-                    task.await.unwrap();
-                }
-            });
-        });
-        done.join().unwrap();
-        let most = most.load(SeqCst);
+        let most = test_support::most_blocking_at_once(workers.handle(1).unwrap(), 100);
         // tokio's default would run all 100 at once.
         assert!(most <= BLOCKING_THREADS_PER_WORKER, "{most} at once");
         assert!(
