@@ -32,6 +32,14 @@
 #   SCENARIOS  any of "tls-h2 tls-h1 h1 static-small proxy cache-hit"
 #              (default "tls-h2 h1")
 #   FEW, MANY  request counts of the two runs (default 2000 and 6000)
+#   CONNECTIONS  h2load's connections (default 16; the load runs of multi.sh
+#              use 64, whose state no longer fits in the first-level caches)
+#   CACHE      1: simulate the caches too (callgrind --cache-sim=yes, with the
+#              first-level instruction and data caches this CPU reports) and
+#              print, per request, the instruction-cache misses (I1) and the
+#              data-cache misses (D1, reads and writes) beside the
+#              instructions: what makes the same instructions take longer,
+#              on a machine without hardware counters. About twice as slow.
 #
 # It builds nothing (`cargo build --release -p scalwsd`). It installs
 # valgrind, h2load (nghttp2-client), openssl and, when a scenario or PEER
@@ -49,6 +57,11 @@ say() { echo "served.sh: $*" >&2; }
 SCENARIOS="${SCENARIOS:-tls-h2 h1}"
 FEW="${FEW:-2000}"
 MANY="${MANY:-6000}"
+CONNECTIONS="${CONNECTIONS:-16}"
+CACHE="${CACHE:-}"
+case "$CACHE" in ""|0|1) ;; *) say "CACHE is 1 or empty, not '$CACHE'"; exit 2 ;; esac
+[ "$CACHE" = 0 ] && CACHE=
+VALGRIND=(valgrind --tool=callgrind ${CACHE:+--cache-sim=yes})
 [ "$MANY" -gt "$FEW" ] || { say "MANY ($MANY) must be more than FEW ($FEW)"; exit 2; }
 
 need valgrind valgrind
@@ -110,8 +123,20 @@ if [[ " $SCENARIOS " == *" proxy "* || " $SCENARIOS " == *" cache-hit "* ]]; the
     wait_port 18090 "$ORIGIN_PID" || { cat "$WORK/origin.log" >&2; exit 1; }
 fi
 
-# count SERVER SCENARIO N: the server's instructions while it serves N
-# requests; SERVER is a scalwsd binary or "nginx".
+# counts_of FILE: the totals of a callgrind output file: its instructions,
+# and with CACHE its I1 misses and D1 misses (reads and writes), by name.
+counts_of() {
+    awk -v cache="$CACHE" '
+        /^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+        /^(summary|totals):/ {
+            if (cache) print $(col["Ir"]), $(col["I1mr"]), $(col["D1mr"]) + $(col["D1mw"])
+            else print $(col["Ir"])
+            exit
+        }' "$1"
+}
+
+# count SERVER SCENARIO N: the server's instructions (and, with CACHE, its
+# misses) while it serves N requests; SERVER is a scalwsd binary or "nginx".
 count() {
     local bin=$1 scenario=$2 n=$3 config path=/respond tls=0 flags=(--h1) port url
     case "$scenario" in
@@ -134,10 +159,10 @@ count() {
     if [ "$bin" = nginx ]; then
         # One file per process (%p): the master, the worker and the cache's.
         rm -f "$out".*
-        (cd "$WORK" && exec valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+        (cd "$WORK" && exec "${VALGRIND[@]}" --callgrind-out-file="$out.%p" \
             "$NGINX" -e /dev/stderr -c "$WORK/peer.conf" -p "$WORK/nginx" >/dev/null 2>"$log") &
     else
-        (cd "$WORK" && SCALWS_LOG=warn exec valgrind --tool=callgrind --callgrind-out-file="$out" \
+        (cd "$WORK" && SCALWS_LOG=warn exec "${VALGRIND[@]}" --callgrind-out-file="$out" \
             "$bin" --config "$config" >/dev/null 2>"$log") &
     fi
     local vg=$!
@@ -151,7 +176,7 @@ count() {
         sleep 0.1
     done
     # The first request of cache-hit fills the cache; it is in both runs.
-    if ! timeout 300 h2load -n "$n" -c 16 -m1 "${flags[@]}" "$url" > "$WORK/h2load.txt" 2>&1 \
+    if ! timeout 300 h2load -n "$n" -c "$CONNECTIONS" -m1 "${flags[@]}" "$url" > "$WORK/h2load.txt" 2>&1 \
         || ! grep -q "^requests: $n total, $n started, $n done, $n succeeded" "$WORK/h2load.txt"; then
         say "h2load did not get $n answers from $bin:"; cat "$WORK/h2load.txt" >&2
         kill "$vg" 2>/dev/null; exit 1
@@ -160,15 +185,15 @@ count() {
         # The master waits for its worker to exit, which writes its counts.
         kill -QUIT "$vg"; wait "$vg" 2>/dev/null || true
         # The worker is the process that served: the one with the most instructions.
-        local most=0 file total
+        local most=0 busiest= file total
         for file in "$out".*; do
-            total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
-            [ "${total:-0}" -gt "$most" ] && most=$total
+            total=$(counts_of "$file" | cut -d' ' -f1)
+            if [ "${total:-0}" -gt "$most" ]; then most=$total; busiest=$file; fi
         done
-        echo "$most"
+        counts_of "$busiest"
     else
         kill -INT "$vg"; wait "$vg" 2>/dev/null || true
-        grep -o 'refs: *[0-9,]*' "$log" | tr -dc 0-9
+        counts_of "$out"
     fi
 }
 
@@ -177,27 +202,67 @@ per_request() {
     # The server runs in the scratch directory: a binary's path must not be relative.
     [ "$server" = nginx ] || server=$(realpath "$server")
     few=$(count "$server" "$2" "$FEW"); many=$(count "$server" "$2" "$MANY")
-    python3 -c "print(f'{($many - $few) / ($MANY - $FEW):.1f}')"
+    python3 -c "
+few, many = '$few'.split(), '$many'.split()
+print(' '.join(f'{(int(m) - int(f)) / ($MANY - $FEW):.1f}' for f, m in zip(few, many)))"
+}
+
+# With CACHE, one row per measure: rows SCENARIO A B DIGITS prints each
+# measure of A and B and B/A.
+LABELS=(instructions "I1 misses" "D1 misses")
+rows() {
+    local -a a b
+    read -r -a a <<< "$2"; read -r -a b <<< "$3"
+    local i
+    for i in "${!a[@]}"; do
+        printf '%-13s %-13s %12s %12s %10s\n' "$1" "${LABELS[$i]}" "${a[$i]}" "${b[$i]}" \
+            "$(python3 -c "print(f'{${b[$i]} / ${a[$i]}:.$4f}' if ${a[$i]} else '-')")"
+    done
 }
 
 if [ -n "${BASE:-}" ] || [ -n "${NEW:-}" ]; then
     : "${BASE:?BASE and NEW go together}" "${NEW:?BASE and NEW go together}"
-    printf '%-13s %14s %14s %9s\n' scenario base new new/base
+    if [ -n "$CACHE" ]; then
+        printf '%-13s %-13s %12s %12s %10s\n' scenario measure base new new/base
+    else
+        printf '%-13s %14s %14s %9s\n' scenario base new new/base
+    fi
     for scenario in $SCENARIOS; do
         base=$(per_request "$BASE" "$scenario"); new=$(per_request "$NEW" "$scenario")
-        printf '%-13s %14s %14s %9s\n' "$scenario" "$base" "$new" "$(python3 -c "print(f'{$new / $base:.5f}')")"
+        if [ -n "$CACHE" ]; then
+            rows "$scenario" "$base" "$new" 5
+        else
+            printf '%-13s %14s %14s %9s\n' "$scenario" "$base" "$new" "$(python3 -c "print(f'{$new / $base:.5f}')")"
+        fi
     done
 elif [ -n "${PEER:-}" ]; then
     BIN="${BIN:-target/release/scalwsd}"
-    printf '%-13s %14s %14s %12s\n' scenario scalws nginx scalws/nginx
+    if [ -n "$CACHE" ]; then
+        printf '%-13s %-13s %12s %12s %10s\n' scenario measure nginx scalws scalws/nginx
+    else
+        printf '%-13s %14s %14s %12s\n' scenario scalws nginx scalws/nginx
+    fi
     for scenario in $SCENARIOS; do
         ours=$(per_request "$BIN" "$scenario"); theirs=$(per_request nginx "$scenario")
-        printf '%-13s %14s %14s %12s\n' "$scenario" "$ours" "$theirs" "$(python3 -c "print(f'{$ours / $theirs:.3f}')")"
+        if [ -n "$CACHE" ]; then
+            rows "$scenario" "$theirs" "$ours" 3
+        else
+            printf '%-13s %14s %14s %12s\n' "$scenario" "$ours" "$theirs" "$(python3 -c "print(f'{$ours / $theirs:.3f}')")"
+        fi
     done
 else
     BIN="${BIN:-target/release/scalwsd}"
-    printf '%-13s %14s\n' scenario instructions/request
+    if [ -n "$CACHE" ]; then
+        printf '%-13s %12s %12s %12s\n' scenario instructions "I1 misses" "D1 misses"
+    else
+        printf '%-13s %14s\n' scenario instructions/request
+    fi
     for scenario in $SCENARIOS; do
-        printf '%-13s %14s\n' "$scenario" "$(per_request "$BIN" "$scenario")"
+        if [ -n "$CACHE" ]; then
+            read -r -a got <<< "$(per_request "$BIN" "$scenario")"
+            printf '%-13s %12s %12s %12s\n' "$scenario" "${got[@]}"
+        else
+            printf '%-13s %14s\n' "$scenario" "$(per_request "$BIN" "$scenario")"
+        fi
     done
 fi
