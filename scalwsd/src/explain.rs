@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Method, Request, Uri};
-use scalws_core::{ConnInfo, ListenerProtocol, ListenerSpec, Scheme};
+use scalws_core::{ConnInfo, ListenerSpec, Scheme};
 use scalws_proxy::{Action, Backend, Outcome};
 use scalws_router::Verdict;
 
@@ -106,9 +106,9 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> Result<(String, bo
         .into_parts();
 
     // The connection's scheme is the listener's (the URL's only chose it).
-    let scheme = match listener.protocol {
-        ListenerProtocol::Http => Scheme::Http,
-        ListenerProtocol::Https(_) | ListenerProtocol::Http3(_) => Scheme::Https,
+    let scheme = match listener.protocol.certificates() {
+        None => Scheme::Http,
+        Some(_) => Scheme::Https,
     };
     let local = listener.address;
     let peer: SocketAddr = ([127, 0, 0, 1], 40000).into();
@@ -132,9 +132,7 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> Result<(String, bo
             None => " (no SNI: the host is an IP address)".to_owned(),
         };
         conn = ConnInfo::new(listener.name.clone(), scheme, peer, local, sni);
-        if let ListenerProtocol::Https(certificates) | ListenerProtocol::Http3(certificates) =
-            &listener.protocol
-        {
+        if let Some(certificates) = listener.protocol.certificates() {
             conn = conn.with_tls(certificates.clone());
         }
     }
@@ -240,12 +238,8 @@ fn choose_listener<'a>(
     }
     let fits_scheme = |listener: &&ListenerSpec| {
         matches!(
-            (&listener.protocol, scheme),
-            (ListenerProtocol::Http, Scheme::Http)
-                | (
-                    ListenerProtocol::Https(_) | ListenerProtocol::Http3(_),
-                    Scheme::Https
-                )
+            (listener.protocol.certificates().is_some(), scheme),
+            (false, Scheme::Http) | (true, Scheme::Https)
         )
     };
     let default_port = match scheme {

@@ -67,6 +67,18 @@ impl ListenerProtocol {
         false
     }
 
+    /// The certificates of a listener that speaks TLS (HTTPS or HTTP/3);
+    /// `None` for plain HTTP.
+    #[cfg(feature = "tls")]
+    pub fn certificates(&self) -> Option<&TlsCertificates> {
+        match self {
+            ListenerProtocol::Http => None,
+            ListenerProtocol::Https(certificates) => Some(certificates),
+            #[cfg(feature = "http3")]
+            ListenerProtocol::Http3(certificates) => Some(certificates),
+        }
+    }
+
     /// `"http"`, `"https"` or `"http3"`, as in the configuration.
     pub fn as_str(&self) -> &'static str {
         match self {
