@@ -207,62 +207,55 @@ few, many = '$few'.split(), '$many'.split()
 print(' '.join(f'{(int(m) - int(f)) / ($MANY - $FEW):.1f}' for f, m in zip(few, many)))"
 }
 
-# With CACHE, one row per measure: rows SCENARIO A B DIGITS prints each
-# measure of A and B and B/A.
 LABELS=(instructions "I1 misses" "D1 misses")
-rows() {
+# The two-column tables (BASE and NEW, BIN and nginx). table A B RATIO: the
+# header. row SCENARIO A B ORDER DIGITS: A's and B's counts (with CACHE, a
+# line per measure) and their ratio, a/b or b/a as ORDER says.
+table() {
+    if [ -n "$CACHE" ]; then
+        printf '%-13s %-13s %14s %14s %12s\n' scenario measure "$@"
+    else
+        printf '%-13s %14s %14s %12s\n' scenario "$@"
+    fi
+}
+row() {
     local -a a b
     read -r -a a <<< "$2"; read -r -a b <<< "$3"
-    local i
+    local i num den ratio
     for i in "${!a[@]}"; do
-        printf '%-13s %-13s %12s %12s %10s\n' "$1" "${LABELS[$i]}" "${a[$i]}" "${b[$i]}" \
-            "$(python3 -c "print(f'{${b[$i]} / ${a[$i]}:.$4f}' if ${a[$i]} else '-')")"
+        num=${a[$i]} den=${b[$i]}
+        [ "$4" = a/b ] || { num=${b[$i]}; den=${a[$i]}; }
+        ratio=$(python3 -c "print(f'{$num / $den:.$5f}' if $den else '-')")
+        if [ -n "$CACHE" ]; then
+            printf '%-13s %-13s %14s %14s %12s\n' "$1" "${LABELS[$i]}" "${a[$i]}" "${b[$i]}" "$ratio"
+        else
+            printf '%-13s %14s %14s %12s\n' "$1" "${a[$i]}" "${b[$i]}" "$ratio"
+        fi
     done
 }
 
 if [ -n "${BASE:-}" ] || [ -n "${NEW:-}" ]; then
     : "${BASE:?BASE and NEW go together}" "${NEW:?BASE and NEW go together}"
-    if [ -n "$CACHE" ]; then
-        printf '%-13s %-13s %12s %12s %10s\n' scenario measure base new new/base
-    else
-        printf '%-13s %14s %14s %9s\n' scenario base new new/base
-    fi
+    table base new new/base
     for scenario in $SCENARIOS; do
         base=$(per_request "$BASE" "$scenario"); new=$(per_request "$NEW" "$scenario")
-        if [ -n "$CACHE" ]; then
-            rows "$scenario" "$base" "$new" 5
-        else
-            printf '%-13s %14s %14s %9s\n' "$scenario" "$base" "$new" "$(python3 -c "print(f'{$new / $base:.5f}')")"
-        fi
+        row "$scenario" "$base" "$new" b/a 5
     done
 elif [ -n "${PEER:-}" ]; then
     BIN="${BIN:-target/release/scalwsd}"
-    if [ -n "$CACHE" ]; then
-        printf '%-13s %-13s %12s %12s %10s\n' scenario measure nginx scalws scalws/nginx
-    else
-        printf '%-13s %14s %14s %12s\n' scenario scalws nginx scalws/nginx
-    fi
+    table scalws nginx scalws/nginx
     for scenario in $SCENARIOS; do
         ours=$(per_request "$BIN" "$scenario"); theirs=$(per_request nginx "$scenario")
-        if [ -n "$CACHE" ]; then
-            rows "$scenario" "$theirs" "$ours" 3
-        else
-            printf '%-13s %14s %14s %12s\n' "$scenario" "$ours" "$theirs" "$(python3 -c "print(f'{$ours / $theirs:.3f}')")"
-        fi
+        row "$scenario" "$ours" "$theirs" a/b 3
     done
 else
     BIN="${BIN:-target/release/scalwsd}"
-    if [ -n "$CACHE" ]; then
-        printf '%-13s %12s %12s %12s\n' scenario instructions "I1 misses" "D1 misses"
-    else
-        printf '%-13s %14s\n' scenario instructions/request
-    fi
+    measures=1
+    [ -z "$CACHE" ] || measures=${#LABELS[@]}
+    printf '%-13s' scenario; printf ' %14s' "${LABELS[@]:0:$measures}"; echo
     for scenario in $SCENARIOS; do
-        if [ -n "$CACHE" ]; then
-            read -r -a got <<< "$(per_request "$BIN" "$scenario")"
-            printf '%-13s %12s %12s %12s\n' "$scenario" "${got[@]}"
-        else
-            printf '%-13s %14s\n' "$scenario" "$(per_request "$BIN" "$scenario")"
-        fi
+        counted=$(per_request "$BIN" "$scenario")
+        read -r -a got <<< "$counted"
+        printf '%-13s' "$scenario"; printf ' %14s' "${got[@]}"; echo
     done
 fi
