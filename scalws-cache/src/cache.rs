@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::coalesce::Flights;
 use crate::layer::CacheLayer;
 use crate::options::CacheOptions;
 use crate::stats::{CacheStats, Counters};
 use crate::store::Store;
+use scalws_core::coalesce::Flights;
 
 /// A response cache (RFC 9111 shared cache). Cloning it is one reference count;
 /// clones share the stored responses.

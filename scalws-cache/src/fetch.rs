@@ -13,16 +13,20 @@ use tower::Service;
 use crate::body::TeeBody;
 use crate::cache::Shared;
 use crate::cache_control::RequestDirectives;
-use crate::coalesce::{FlightGuard, Outcome, Role};
 use crate::entry::{Entry, Exchange, Head};
 use crate::policy::{self, Use};
 use crate::revalidate;
 use crate::stats::Counters;
 use crate::status::{CacheStatus, mark};
+use scalws_core::coalesce::{FlightGuard, Outcome, Role};
 
 /// A GET that goes to the origin: coalesced with concurrent ones for the same
 /// key, then answered from what the cache holds after the wait, or revalidated,
 /// or fetched.
+///
+/// Flights are per URL, not per `Vary` variant (the variant is known only
+/// from the response): a follower whose variant differs from the one the
+/// leader stored goes to the origin after the leader, without waiting longer.
 pub(crate) async fn to_origin<S>(
     shared: Arc<Shared>,
     inner: S,

@@ -84,7 +84,6 @@
 mod body;
 mod cache;
 mod cache_control;
-mod coalesce;
 mod conditional;
 mod entry;
 mod fetch;

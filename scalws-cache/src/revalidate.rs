@@ -25,13 +25,13 @@ use tower::{Service, ServiceExt};
 
 use crate::cache::Shared;
 use crate::cache_control::RequestDirectives;
-use crate::coalesce::{FlightGuard, Outcome, Role};
 use crate::conditional;
 use crate::entry::{Entry, Exchange};
 use crate::fetch;
 use crate::policy;
 use crate::stats::Counters;
 use crate::status::{CacheStatus, mark};
+use scalws_core::coalesce::{FlightGuard, Outcome, Role};
 
 /// Revalidates `entry` for `request`, which waits for the answer.
 pub(crate) async fn in_foreground<S>(

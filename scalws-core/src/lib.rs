@@ -54,6 +54,7 @@
 
 mod body;
 pub mod clock;
+pub mod coalesce;
 mod conn;
 pub mod error;
 mod limit;

@@ -1,13 +1,11 @@
 //! Small files held in memory, so serving one costs no disk read.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use tokio::sync::Notify;
-use tokio::sync::futures::OwnedNotified;
+use scalws_core::coalesce::Flights;
 
 use super::representation::Representation;
 
@@ -69,39 +67,14 @@ pub(super) enum Lookup {
 /// keys of their choosing, which is what SipHash's resistance is for.
 pub(super) struct FileCache {
     files: moka::sync::Cache<Box<str>, Arc<CachedFile>, foldhash::fast::RandomState>,
-    /// The misses being read from disk, by key, each with the signal its
-    /// reader gives when it is done (see [`FileCache::join_load`]). An entry
-    /// lives as long as one request's read: the map holds at most one per
-    /// request in flight.
-    loading: Mutex<HashMap<Box<str>, Arc<Notify>, foldhash::fast::RandomState>>,
+    /// The misses being read from disk: concurrent requests for one file
+    /// not in memory make one read (see [`StaticFiles::answer_from_disk`]).
+    ///
+    /// [`StaticFiles::answer_from_disk`]: super::StaticFiles
+    pub(super) flights: Arc<Flights>,
     /// Reads from disk, counted for the tests.
     #[cfg(test)]
     pub(super) disk_loads: std::sync::atomic::AtomicUsize,
-}
-
-/// Who reads a missing file from disk: see [`FileCache::join_load`].
-pub(super) enum Flight<'a> {
-    /// This request reads it; requests for it meanwhile wait until this
-    /// guard is dropped (the read done, or the request gone).
-    Lead(Leading<'a>),
-    /// Another request is reading it: wait for this, then look again.
-    Follow(OwnedNotified),
-}
-
-/// The reader's side of a [`Flight`]: dropped, it lets the others go on.
-pub(super) struct Leading<'a> {
-    cache: &'a FileCache,
-    key: &'a str,
-    done: Arc<Notify>,
-}
-
-impl Drop for Leading<'_> {
-    fn drop(&mut self) {
-        self.cache.loading().remove(self.key);
-        // Every follower registered (made its `OwnedNotified`) under the
-        // lock while the key was there, so before this call: none is missed.
-        self.done.notify_waiters();
-    }
 }
 
 impl FileCache {
@@ -117,37 +90,10 @@ impl FileCache {
             .build_with_hasher(foldhash::fast::RandomState::default());
         Self {
             files,
-            loading: Mutex::default(),
+            flights: Arc::default(),
             #[cfg(test)]
             disk_loads: Default::default(),
         }
-    }
-
-    fn loading(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Arc<Notify>, foldhash::fast::RandomState>>
-    {
-        // The map is consistent at every point a panic could leave it.
-        self.loading.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// For a miss: whether this request reads the file or waits for the
-    /// request already reading it. Without this, a burst of requests for a
-    /// file not yet cached (a cold start, a new deploy) read it once each,
-    /// each on a blocking thread of its own: 64 threads for 64 connections.
-    /// A lock, but only on a miss; a hit never takes it.
-    pub(super) fn join_load<'a>(&'a self, key: &'a str) -> Flight<'a> {
-        let mut loading = self.loading();
-        if let Some(done) = loading.get(key) {
-            return Flight::Follow(done.clone().notified_owned());
-        }
-        let done = Arc::new(Notify::new());
-        loading.insert(key.into(), done.clone());
-        Flight::Lead(Leading {
-            cache: self,
-            key,
-            done,
-        })
     }
 
     #[inline]
@@ -184,7 +130,6 @@ impl std::fmt::Debug for FileCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileCache")
             .field("entries", &self.files.entry_count())
-            .field("loading", &self.loading().len())
             .finish()
     }
 }

@@ -14,7 +14,8 @@
 //!    a directory gives its `index`, else a [`listing`] if enabled, else 404. A small
 //!    file is read and cached; a larger one streams in 64 KiB chunks ([`body`]). Of
 //!    concurrent requests for a file not cached, one reads it; the others wait for
-//!    that read, then look in memory again (`FileCache::join_load`).
+//!    that read (up to [`FOLLOW_TIMEOUT`]), then look in memory again
+//!    (`scalws_core::coalesce`, as the response cache does).
 //!    Permission denied on a file inside the root is 403.
 //! 5. **Response** ([`response`]): `If-None-Match` / `If-Modified-Since` give 304, one
 //!    `Range` 206 (416 if unsatisfiable, honoured only if `If-Range` matches); HEAD
@@ -68,15 +69,21 @@ use std::task::{Context, Poll};
 use http::request::Parts;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use scalws_core::Body;
+use scalws_core::coalesce::Role;
 use scalws_core::error::error_response;
 use scalws_router::normalize_path;
 
 use super::ActionFuture;
 
-use cache::{CachedFile, FileCache, Flight, Lookup};
+use cache::{CachedFile, FileCache, Lookup};
 use request_path::Prefix;
 use resolve::Loaded;
 use response::Content;
+
+/// How long a request for a file not in memory waits for the request already
+/// reading it before it reads the file itself (as the response cache's
+/// `coalesce_timeout` does by default).
+const FOLLOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub use error::InvalidStaticRoot;
 
@@ -218,15 +225,17 @@ impl StaticFiles {
         if let Some(file) = recheck {
             return self.recheck(head, path, rel, &file, headers).await;
         }
-        let _leading = match self.shared.cache.join_load(rel) {
-            Flight::Lead(leading) => leading,
-            Flight::Follow(done) => {
-                done.await;
+        // The leader's outcome is not reported: the followers look in memory
+        // again either way.
+        let _leading = match self.shared.cache.flights.join(rel) {
+            Role::Leader(guard) => guard,
+            Role::Follower(waiter) => {
+                waiter.wait(FOLLOW_TIMEOUT).await;
                 return match self.shared.cache.lookup(rel) {
                     Lookup::Fresh(file) => cached(head, headers, &file),
                     Lookup::Recheck(file) => self.recheck(head, path, rel, &file, headers).await,
-                    // Not cached (a large file, a directory, an error), or
-                    // its reader went away: read as if alone.
+                    // Not cached (a large file, a directory, an error), its
+                    // reader went away, or it took too long: read as if alone.
                     Lookup::Miss => self.load(head, path, rel, headers).await,
                 };
             }

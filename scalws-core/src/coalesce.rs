@@ -1,16 +1,13 @@
-//! Request coalescing: concurrent misses for one key make one request to the
-//! origin.
+//! Request coalescing: concurrent misses for one key make one trip to
+//! where the answer comes from (the origin for the response cache, the disk
+//! for `static` routes).
 //!
-//! The first request for a key that must go to the origin becomes the
-//! leader of a flight; the others follow: they wait (up to
-//! `coalesce_timeout`) for the leader's outcome. `Stored`: they answer from
-//! the cache. `NotStored` (not storable, an error, the leader's client gone)
-//! or the timeout: each goes to the origin itself. The map of flights is
-//! touched only by requests that go to the origin, never by hits.
-//!
-//! Flights are per URL, not per `Vary` variant (the variant is known only
-//! from the response): a follower whose variant differs from the one the
-//! leader stored goes to the origin after the leader, without waiting longer.
+//! The first request for a key that must make the trip becomes the leader of
+//! a flight; the others follow: they wait (up to a timeout of the caller's)
+//! for the leader's outcome. `Stored`: they answer from memory. `NotStored`
+//! (nothing kept, an error, the leader's client gone) or the timeout: each
+//! makes the trip itself. The map of flights is touched only by misses,
+//! never by hits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,7 +17,8 @@ use tokio::sync::watch;
 
 /// How a flight ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
+    /// The leader has not finished.
     Pending,
     /// The leader stored (or found) a response for the key.
     Stored,
@@ -30,13 +28,13 @@ pub(crate) enum Outcome {
 
 /// The flights in progress, by primary key.
 #[derive(Debug, Default)]
-pub(crate) struct Flights {
+pub struct Flights {
     map: Mutex<HashMap<String, watch::Sender<Outcome>>>,
 }
 
 /// What a request that must go to the origin does.
 #[derive(Debug)]
-pub(crate) enum Role {
+pub enum Role {
     /// Go, and report the outcome through the guard.
     Leader(FlightGuard),
     /// Wait for the leader.
@@ -45,7 +43,7 @@ pub(crate) enum Role {
 
 impl Flights {
     /// Joins the flight for `key`, leading it if there is none.
-    pub(crate) fn join(self: &Arc<Self>, key: &str) -> Role {
+    pub fn join(self: &Arc<Self>, key: &str) -> Role {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(leader) = map.get(key) {
             return Role::Follower(Waiter(leader.subscribe()));
@@ -74,7 +72,7 @@ impl Flights {
 /// The leader's end of a flight: dropping it without [`FlightGuard::finish`]
 /// tells the followers nothing was stored.
 #[derive(Debug)]
-pub(crate) struct FlightGuard {
+pub struct FlightGuard {
     flights: Arc<Flights>,
     key: String,
     outcome: Outcome,
@@ -82,7 +80,7 @@ pub(crate) struct FlightGuard {
 
 impl FlightGuard {
     /// Ends the flight with `outcome`.
-    pub(crate) fn finish(mut self, outcome: Outcome) {
+    pub fn finish(mut self, outcome: Outcome) {
         self.outcome = outcome;
     }
 }
@@ -95,11 +93,11 @@ impl Drop for FlightGuard {
 
 /// A follower's end of a flight.
 #[derive(Debug)]
-pub(crate) struct Waiter(watch::Receiver<Outcome>);
+pub struct Waiter(watch::Receiver<Outcome>);
 
 impl Waiter {
     /// The flight's outcome, or `NotStored` if it takes longer than `timeout`.
-    pub(crate) async fn wait(mut self, timeout: Duration) -> Outcome {
+    pub async fn wait(mut self, timeout: Duration) -> Outcome {
         let landed = self.0.wait_for(|o| *o != Outcome::Pending);
         match tokio::time::timeout(timeout, landed).await {
             Ok(Ok(outcome)) => *outcome,
