@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use http::{Extensions, HeaderValue, Method, Request, Response, StatusCode, Version, header};
 use http_body_util::Either;
@@ -133,32 +133,30 @@ impl Edge {
     /// `tower::util::BoxCloneService` is not). A request refused here (a
     /// declared body over the limit, an HTTP/2 CONNECT that is not a
     /// WebSocket) never reaches the service.
+    ///
+    /// A service ready at once (the gateway always is) is called here, so
+    /// the request moves once, into the service, and the future hyper keeps
+    /// for the request holds only the service's future; one that is not
+    /// ready waits in a box, and is asked again when the future is polled.
     fn handle<S, B>(self: &Arc<Self>, service: S, request: Request<Incoming>) -> Handling<S, B>
     where
         S: Service<Request<Body>, Response = Response<B>>,
+        S::Error: Into<BoxError>,
     {
         let multiplexed = request.version() == Version::HTTP_2;
         self.activity.request_started(multiplexed);
         let head = request.method() == Method::HEAD;
         let stage = if declared_length(&request).is_some_and(|len| len > self.max_request_body) {
-            Stage::Refused {
-                response: Some(reject(StatusCode::PAYLOAD_TOO_LARGE, request.version())),
-            }
+            Stage::refused(reject(StatusCode::PAYLOAD_TOO_LARGE, request.version()))
         } else {
             let mut request = request.map(|body| Body::incoming(body, self.max_request_body));
             // An HTTP/2 WebSocket (RFC 8441) goes on as an HTTP/1.1 upgrade.
             let connect = multiplexed && request.method() == Method::CONNECT;
             if connect && !websocket::from_extended_connect(&mut request) {
-                Stage::Refused {
-                    response: Some(reject(StatusCode::NOT_IMPLEMENTED, request.version())),
-                }
+                Stage::refused(reject(StatusCode::NOT_IMPLEMENTED, request.version()))
             } else {
                 request.extensions_mut().extend(self.extensions.clone());
-                Stage::Ready {
-                    service,
-                    request: Some(request),
-                    connect,
-                }
+                Stage::start(service, request, connect)
             }
         };
         Handling {
@@ -237,14 +235,25 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StageProj]
     enum Stage<S, F, B> {
-        /// Waiting for the service to be ready; `request` is taken by its call.
-        Ready { service: S, request: Option<Request<Body>>, connect: bool },
+        /// Waiting for the service to be ready (rare, so boxed: the future
+        /// stays the size of the service's own); the request is taken by
+        /// its call.
+        Waiting { waiting: Box<Waiting<S>> },
         Called { #[pin] future: F, connect: bool },
-        /// Refused before the service: the response is taken when polled.
-        Refused { response: Option<Response<Either<B, Body>>> },
+        /// Answered without the service's future (refused before the
+        /// service, or its readiness or call failed or panicked): the
+        /// response is taken when polled.
+        Done { response: Option<Response<Either<B, Body>>>, made: Made },
         /// The response head was handed on.
         Answered,
     }
+}
+
+/// A request whose service was not ready when it came.
+struct Waiting<S> {
+    service: S,
+    request: Option<Request<Body>>,
+    connect: bool,
 }
 
 /// How a response was made: a refused request's gets no `Alt-Svc`; a
@@ -302,26 +311,66 @@ where
     S: Service<Request<Body>, Response = Response<B>>,
     S::Error: Into<BoxError>,
 {
+    #[inline]
+    fn refused(response: Response<Either<B, Body>>) -> Self {
+        Stage::Done {
+            response: Some(response),
+            made: Made::Refused,
+        }
+    }
+
+    /// Calls `service` if it is ready now (asked with a waker that does
+    /// nothing: if it is not, it is asked again with the task's own when
+    /// the future is polled, which is at once).
+    #[inline]
+    fn start(mut service: S, request: Request<Body>, connect: bool) -> Self {
+        let mut cx = Context::from_waker(Waker::noop());
+        let ready = std::panic::catch_unwind(AssertUnwindSafe(|| service.poll_ready(&mut cx)));
+        let served = Made::Served { connect: false };
+        match ready {
+            Ok(Poll::Ready(Ok(()))) => {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| service.call(request))) {
+                    Ok(future) => Stage::Called { future, connect },
+                    Err(_panic) => Stage::Done {
+                        response: Some(panicked()),
+                        made: served,
+                    },
+                }
+            }
+            Ok(Poll::Pending) => Stage::Waiting {
+                waiting: Box::new(Waiting {
+                    service,
+                    request: Some(request),
+                    connect,
+                }),
+            },
+            Ok(Poll::Ready(Err(error))) => Stage::Done {
+                response: Some(failed(error.into())),
+                made: served,
+            },
+            Err(_panic) => Stage::Done {
+                response: Some(panicked()),
+                made: served,
+            },
+        }
+    }
+
     /// The response, and how it was made.
     #[inline(always)]
     fn answer(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<(Response<Either<B, Body>>, Made)> {
-        if let StageProj::Ready {
-            service,
-            request,
-            connect,
-        } = self.as_mut().project()
-        {
-            if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
+        if let StageProj::Waiting { waiting } = self.as_mut().project() {
+            let waiting = &mut **waiting;
+            if let Err(error) = std::task::ready!(waiting.service.poll_ready(cx)) {
                 return Poll::Ready((failed(error.into()), Made::Served { connect: false }));
             }
-            let connect = *connect;
-            let Some(request) = request.take() else {
+            let connect = waiting.connect;
+            let Some(request) = waiting.request.take() else {
                 unreachable!("a request is taken once, and the stage moves on at once")
             };
-            let future = service.call(request);
+            let future = waiting.service.call(request);
             self.set(Stage::Called { future, connect });
         }
         match self.project() {
@@ -332,11 +381,11 @@ where
                 };
                 Poll::Ready((response, Made::Served { connect: *connect }))
             }
-            StageProj::Refused { response } => match response.take() {
-                Some(response) => Poll::Ready((response, Made::Refused)),
-                None => unreachable!("a refused request is answered once"),
+            StageProj::Done { response, made } => match response.take() {
+                Some(response) => Poll::Ready((response, *made)),
+                None => unreachable!("a request is answered once"),
             },
-            StageProj::Ready { .. } | StageProj::Answered => {
+            StageProj::Waiting { .. } | StageProj::Answered => {
                 unreachable!("a request is answered once")
             }
         }
