@@ -15,11 +15,11 @@ pub(super) struct LoggedBody {
     inner: Body,
     bytes: u64,
     /// Taken when the entry is logged.
-    pending: Option<Pending>,
+    pending: Option<Box<Pending>>,
 }
 
 impl LoggedBody {
-    pub(super) fn new(inner: Body, pending: Pending) -> Self {
+    pub(super) fn new(inner: Body, pending: Box<Pending>) -> Self {
         Self {
             inner,
             bytes: 0,

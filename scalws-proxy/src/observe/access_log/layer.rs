@@ -43,8 +43,9 @@ impl<S> Layer<S> for AccessLogLayer {
 /// request whose client goes away before the response head is logged with
 /// status 499). Made by [`AccessLogLayer`].
 ///
-/// Its cost per request: copies of the host and path, and one allocation for
-/// the response body's wrapper. The inner service's future must be `Unpin`
+/// Its cost per request: copies of the host and path, and two allocations:
+/// the entry being made (boxed, so that the future stays small) and the
+/// response body's wrapper. The inner service's future must be `Unpin`
 /// (the [`Gateway`](crate::Gateway)'s is); box another one with
 /// `ServiceExt::map_future(Box::pin)`.
 #[derive(Clone, Debug)]
@@ -82,7 +83,7 @@ pub struct ResponseFuture<F> {
     future: F,
     /// Taken with the response head; still here if the future is dropped
     /// before it.
-    pending: Option<Pending>,
+    pending: Option<Box<Pending>>,
 }
 
 impl<F> Future for ResponseFuture<F>

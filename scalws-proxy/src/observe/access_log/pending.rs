@@ -26,8 +26,11 @@ pub(super) struct Pending {
 
 impl Pending {
     /// Notes the request's head: the copies of host and path are the
-    /// per-request cost of the log (the rest is reference counts).
-    pub(super) fn start(log: &AccessLog, request: &Request<Body>) -> Self {
+    /// per-request cost of the log (the rest is reference counts). Boxed:
+    /// the response future and then the body carry it, and the server keeps
+    /// room for the largest request future in every connection (a
+    /// connection without the log too, since its service type has both).
+    pub(super) fn start(log: &AccessLog, request: &Request<Body>) -> Box<Self> {
         let uri = request.uri();
         let host = match uri.authority() {
             Some(authority) => Some(authority.as_str().to_owned()),
@@ -39,7 +42,7 @@ impl Pending {
         let path = uri
             .path_and_query()
             .map_or_else(|| uri.path(), |p| p.as_str());
-        Self {
+        Box::new(Self {
             log: log.clone(),
             entry: AccessLogEntry {
                 time: SystemTime::now(),
@@ -54,12 +57,12 @@ impl Pending {
                 cache: None,
             },
             started: Instant::now(),
-        }
+        })
     }
 
     /// Notes the response head and wraps its body, which logs the entry when
     /// it ends or is dropped.
-    pub(super) fn respond(mut self, response: Response<Body>) -> Response<Body> {
+    pub(super) fn respond(mut self: Box<Self>, response: Response<Body>) -> Response<Body> {
         let extensions = response.extensions();
         self.entry.status = response.status().as_u16();
         self.entry.upstream = extensions.get::<UpstreamAddress>().map(|a| a.0);
@@ -72,22 +75,27 @@ impl Pending {
 
     /// The client went away before the response head.
     #[cold]
-    pub(super) fn abandoned(mut self) {
+    pub(super) fn abandoned(mut self: Box<Self>) {
         self.entry.status = CLIENT_CLOSED;
         self.finish(0);
     }
 
     /// The handler panicked: the server answers 500.
     #[cold]
-    pub(super) fn panicked(mut self) {
+    pub(super) fn panicked(mut self: Box<Self>) {
         self.entry.status = 500;
         self.finish(0);
     }
 
     /// Logs the entry with `bytes` sent, now.
-    pub(super) fn finish(mut self, bytes: u64) {
-        self.entry.bytes = bytes;
-        self.entry.duration = self.started.elapsed();
-        self.log.log(self.entry);
+    pub(super) fn finish(self: Box<Self>, bytes: u64) {
+        let Self {
+            log,
+            mut entry,
+            started,
+        } = *self;
+        entry.bytes = bytes;
+        entry.duration = started.elapsed();
+        log.log(entry);
     }
 }
