@@ -1071,21 +1071,123 @@ impl tower::Service<Request<Body>> for PanicsOutsideItsFuture {
 }
 
 /// A panic in the service's `call` or `poll_ready`, not only in its future,
-/// is answered 500 and the connection goes on.
+/// is answered 500 and the connection goes on, over either protocol (on
+/// HTTP/2 the service is called within the connection's own poll).
 #[tokio::test]
 async fn a_panic_in_call_or_poll_ready_gets_500_and_the_connection_goes_on() {
-    let server = start_serving(Limits::default(), PanicsOutsideItsFuture::default());
-    let addr = server.addr;
-    let client = TestClient::new(Proto::Http1);
-    // Requests 1 and 2 are readied; the third panics in poll_ready.
-    let first = client.get(addr, "x", "/").await;
-    assert_eq!((first.status, first.text()), (200, "fine"));
-    let second = client.get(addr, "x", "/panic-in-call").await;
-    assert_eq!(second.status, 500);
-    let third = client.get(addr, "x", "/").await;
-    assert_eq!(third.status, 500);
-    let fourth = client.get(addr, "x", "/").await;
-    assert_eq!((fourth.status, fourth.text()), (200, "fine"));
+    for proto in [Proto::Http1, Proto::H2c] {
+        let server = start_serving(Limits::default(), PanicsOutsideItsFuture::default());
+        // Requests 1 and 2 are readied; the third panics in poll_ready.
+        let paths = ["/", "/panic-in-call", "/", "/"];
+        let answers = tokio::time::timeout(
+            Duration::from_secs(10),
+            on_one_connection(server.addr, proto, &paths),
+        )
+        .await
+        .expect("answered in time");
+        assert_eq!(
+            answers,
+            [(200, "fine"), (500, ""), (500, ""), (200, "fine")].map(|(s, t)| (s, t.to_owned())),
+            "{proto:?}"
+        );
+    }
+}
+
+/// GETs `paths` one after another on one connection speaking `proto`: the
+/// status of each answer, and its body when it is 200.
+async fn on_one_connection(addr: SocketAddr, proto: Proto, paths: &[&str]) -> Vec<(u16, String)> {
+    let stream = TokioIo::new(TcpStream::connect(addr).await.unwrap());
+    let mut answers = Vec::new();
+    let mut exchange = async |response: Response<hyper::body::Incoming>| {
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = if status == 200 {
+            String::from_utf8(body.to_vec()).unwrap()
+        } else {
+            String::new()
+        };
+        answers.push((status, text));
+    };
+    match proto {
+        Proto::Http1 => {
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(stream).await.unwrap();
+            tokio::spawn(conn);
+            for path in paths {
+                sender.ready().await.expect("the connection went on");
+                let request = Request::get(*path)
+                    .header(http::header::HOST, "x")
+                    .body(Full::<Bytes>::default())
+                    .unwrap();
+                exchange(sender.send_request(request).await.expect("answered")).await;
+            }
+        }
+        Proto::H2c => {
+            let (mut sender, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
+                    .await
+                    .unwrap();
+            tokio::spawn(conn);
+            for path in paths {
+                sender.ready().await.expect("the connection went on");
+                let request = Request::get(format!("http://x{path}"))
+                    .version(http::Version::HTTP_2)
+                    .body(Full::<Bytes>::default())
+                    .unwrap();
+                exchange(sender.send_request(request).await.expect("answered")).await;
+            }
+        }
+    }
+    answers
+}
+
+/// A service whose readiness fails every other time it is asked.
+#[derive(Clone, Default)]
+struct FailsToBeReady {
+    asked: Arc<AtomicUsize>,
+}
+
+impl tower::Service<Request<Body>> for FailsToBeReady {
+    type Response = Response<Body>;
+    type Error = std::io::Error;
+    type Future = std::future::Ready<Result<Response<Body>, std::io::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), std::io::Error>> {
+        if self.asked.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
+            return std::task::Poll::Ready(Err(std::io::Error::other("not today")));
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<Body>) -> Self::Future {
+        std::future::ready(Ok(Response::new(Body::from("ready"))))
+    }
+}
+
+/// A service whose `poll_ready` fails at once is answered 500 for that
+/// request, and the connection goes on, over either protocol.
+#[tokio::test]
+async fn a_failed_readiness_gets_500_and_the_connection_goes_on() {
+    for proto in [Proto::Http1, Proto::H2c] {
+        let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
+        let server = Server::bind(&[spec], Limits::default()).unwrap();
+        let addr = server.local_addrs()[0].1;
+        let running = server.start(FailsToBeReady::default());
+        let answers = tokio::time::timeout(
+            Duration::from_secs(10),
+            on_one_connection(addr, proto, &["/", "/", "/"]),
+        )
+        .await
+        .expect("answered in time");
+        assert_eq!(
+            answers,
+            [(200, "ready"), (500, ""), (200, "ready")].map(|(s, t)| (s, t.to_owned())),
+            "{proto:?}"
+        );
+        running.shutdown().await;
+    }
 }
 
 /// A service that is ready only 100 ms after each request first asks

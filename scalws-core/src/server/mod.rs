@@ -107,6 +107,12 @@ impl Server {
 
     /// Serves `service` on every listener until `shutdown` resolves, then stops
     /// accepting, lets requests in flight finish for up to `drain_timeout`, and returns.
+    ///
+    /// Each request gets a clone of `service`, asked `poll_ready` first with a
+    /// waker that does nothing: a ready service is called as the request head
+    /// comes in (on HTTP/2, within the connection's poll); one that is not is
+    /// asked again with the request's own waker until it is. A panic in
+    /// `poll_ready`, `call` or the future is answered 500.
     pub async fn serve<S, B>(self, service: S, shutdown: impl Future<Output = ()>)
     where
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
@@ -122,6 +128,7 @@ impl Server {
 
     /// Starts serving `service` on every listener and returns at once; the
     /// [`Running`] server can then be reconfigured and finally shut down.
+    /// Requests reach `service` as [`serve`](Self::serve) describes.
     pub fn start<S, B>(self, service: S) -> Running<S>
     where
         S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,

@@ -25,11 +25,12 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    /// Notes the request's head: the copies of host and path are the
-    /// per-request cost of the log (the rest is reference counts). Boxed:
-    /// the response future and then the body carry it, and the server keeps
-    /// room for the largest request future in every connection (a
-    /// connection without the log too, since its service type has both).
+    /// Notes the request's head: the copies of host and path and this box
+    /// are the per-request cost of the log (the rest is reference counts).
+    /// Boxed because the response future and then the body carry it, and
+    /// the server keeps room for the largest request future in every
+    /// connection: in `scalwsd`, whose service is an `Either` of the logged
+    /// gateway and the plain one, that is every connection, logged or not.
     pub(super) fn start(log: &AccessLog, request: &Request<Body>) -> Box<Self> {
         let uri = request.uri();
         let host = match uri.authority() {
