@@ -12,7 +12,9 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use scalws_core::{Body, ConnInfo, Limits, ListenerSpec, Server};
-use test_support::{Proto, TestClient, closed_within, raw_exchange, read_response, request};
+use test_support::{
+    Connection, Proto, TestClient, closed_within, raw_exchange, read_response, request,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -1096,46 +1098,18 @@ async fn a_panic_in_call_or_poll_ready_gets_500_and_the_connection_goes_on() {
 /// GETs `paths` one after another on one connection speaking `proto`: the
 /// status of each answer, and its body when it is 200.
 async fn on_one_connection(addr: SocketAddr, proto: Proto, paths: &[&str]) -> Vec<(u16, String)> {
-    let stream = TokioIo::new(TcpStream::connect(addr).await.unwrap());
+    let mut connection = Connection::open(addr, proto).await;
     let mut answers = Vec::new();
-    let mut exchange = async |response: Response<hyper::body::Incoming>| {
-        let status = response.status().as_u16();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        let text = if status == 200 {
-            String::from_utf8(body.to_vec()).unwrap()
+    for path in paths {
+        let reply = connection
+            .send(request("GET", "x", path).body(Full::default()).unwrap())
+            .await;
+        let text = if reply.status == 200 {
+            reply.text()
         } else {
-            String::new()
+            ""
         };
-        answers.push((status, text));
-    };
-    match proto {
-        Proto::Http1 => {
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(stream).await.unwrap();
-            tokio::spawn(conn);
-            for path in paths {
-                sender.ready().await.expect("the connection went on");
-                let request = Request::get(*path)
-                    .header(http::header::HOST, "x")
-                    .body(Full::<Bytes>::default())
-                    .unwrap();
-                exchange(sender.send_request(request).await.expect("answered")).await;
-            }
-        }
-        Proto::H2c => {
-            let (mut sender, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
-                    .await
-                    .unwrap();
-            tokio::spawn(conn);
-            for path in paths {
-                sender.ready().await.expect("the connection went on");
-                let request = Request::get(format!("http://x{path}"))
-                    .version(http::Version::HTTP_2)
-                    .body(Full::<Bytes>::default())
-                    .unwrap();
-                exchange(sender.send_request(request).await.expect("answered")).await;
-            }
-        }
+        answers.push((reply.status, text.to_owned()));
     }
     answers
 }

@@ -64,33 +64,8 @@ impl TestClient {
             .expect("request timed out")
     }
 
-    async fn exchange(&self, addr: SocketAddr, mut request: Request<Full<Bytes>>) -> Reply {
-        let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
-        match self.proto {
-            Proto::Http1 => {
-                let (mut sender, conn) =
-                    hyper::client::conn::http1::handshake(stream).await.unwrap();
-                tokio::spawn(conn);
-                let origin = request
-                    .uri()
-                    .path_and_query()
-                    .map_or("/", |p| p.as_str())
-                    .parse()
-                    .unwrap();
-                *request.uri_mut() = origin;
-                read_whole(sender.send_request(request).await.expect("request failed")).await
-            }
-            Proto::H2c => {
-                let (mut sender, conn) =
-                    hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
-                        .await
-                        .unwrap();
-                tokio::spawn(conn);
-                request.headers_mut().remove(http::header::HOST);
-                *request.version_mut() = http::Version::HTTP_2;
-                read_whole(sender.send_request(request).await.expect("request failed")).await
-            }
-        }
+    async fn exchange(&self, addr: SocketAddr, request: Request<Full<Bytes>>) -> Reply {
+        Connection::open(addr, self.proto).await.send(request).await
     }
 
     /// GET `path` with host `host`, sent to `addr`.
@@ -100,6 +75,68 @@ impl TestClient {
             request("GET", host, path).body(Full::default()).unwrap(),
         )
         .await
+    }
+}
+
+/// One client connection, for several requests in turn (a [`TestClient`]
+/// opens one per request): what a test needs to see that a connection went
+/// on after an answer.
+pub struct Connection {
+    sender: Sender,
+}
+
+enum Sender {
+    Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    H2c(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl Connection {
+    /// Connects to `addr` speaking `proto`.
+    pub async fn open(addr: SocketAddr, proto: Proto) -> Self {
+        let stream = TokioIo::new(TcpStream::connect(addr).await.expect("connect failed"));
+        let sender = match proto {
+            Proto::Http1 => {
+                let (sender, conn) = hyper::client::conn::http1::handshake(stream).await.unwrap();
+                tokio::spawn(conn);
+                Sender::Http1(sender)
+            }
+            Proto::H2c => {
+                let (sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), stream)
+                        .await
+                        .unwrap();
+                tokio::spawn(conn);
+                Sender::H2c(sender)
+            }
+        };
+        Self { sender }
+    }
+
+    /// Sends `request` once the connection can take it (panics if the
+    /// connection has ended) and reads the answer whole. HTTP/1.1 requests
+    /// go in origin form with their `Host`; HTTP/2 ones carry the host as
+    /// `:authority`.
+    pub async fn send(&mut self, mut request: Request<Full<Bytes>>) -> Reply {
+        let response = match &mut self.sender {
+            Sender::Http1(sender) => {
+                let origin = request
+                    .uri()
+                    .path_and_query()
+                    .map_or("/", |p| p.as_str())
+                    .parse()
+                    .unwrap();
+                *request.uri_mut() = origin;
+                sender.ready().await.expect("the connection has ended");
+                sender.send_request(request).await
+            }
+            Sender::H2c(sender) => {
+                request.headers_mut().remove(http::header::HOST);
+                *request.version_mut() = http::Version::HTTP_2;
+                sender.ready().await.expect("the connection has ended");
+                sender.send_request(request).await
+            }
+        };
+        read_whole(response.expect("request failed")).await
     }
 }
 
