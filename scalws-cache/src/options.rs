@@ -25,7 +25,7 @@ impl Default for CacheOptions {
             max_size: 64 << 20,
             max_object: 1 << 20,
             default_ttl: Duration::ZERO,
-            coalesce_timeout: Duration::from_secs(5),
+            coalesce_timeout: scalws_core::coalesce::FOLLOW_TIMEOUT,
         }
     }
 }

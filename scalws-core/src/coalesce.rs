@@ -15,6 +15,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+/// How long a follower waits for its leader by default before it makes the
+/// trip itself: the response cache's `coalesce_timeout` unless configured,
+/// and always for `static` routes' reads.
+pub const FOLLOW_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How a flight ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {

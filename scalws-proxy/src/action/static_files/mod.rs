@@ -14,7 +14,7 @@
 //!    a directory gives its `index`, else a [`listing`] if enabled, else 404. A small
 //!    file is read and cached; a larger one streams in 64 KiB chunks ([`body`]). Of
 //!    concurrent requests for a file not cached, one reads it; the others wait for
-//!    that read (up to [`FOLLOW_TIMEOUT`]), then look in memory again
+//!    that read (up to `scalws_core::coalesce::FOLLOW_TIMEOUT`, 5 s), then look in memory again
 //!    (`scalws_core::coalesce`, as the response cache does).
 //!    Permission denied on a file inside the root is 403.
 //! 5. **Response** ([`response`]): `If-None-Match` / `If-Modified-Since` give 304, one
@@ -69,7 +69,7 @@ use std::task::{Context, Poll};
 use http::request::Parts;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use scalws_core::Body;
-use scalws_core::coalesce::Role;
+use scalws_core::coalesce::{FOLLOW_TIMEOUT, Role};
 use scalws_core::error::error_response;
 use scalws_router::normalize_path;
 
@@ -79,11 +79,6 @@ use cache::{CachedFile, FileCache, Lookup};
 use request_path::Prefix;
 use resolve::Loaded;
 use response::Content;
-
-/// How long a request for a file not in memory waits for the request already
-/// reading it before it reads the file itself (as the response cache's
-/// `coalesce_timeout` does by default).
-const FOLLOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub use error::InvalidStaticRoot;
 
