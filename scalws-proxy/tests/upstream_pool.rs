@@ -1144,6 +1144,55 @@ async fn http2_authority_is_the_host_not_the_address() {
 }
 
 #[tokio::test]
+async fn http2_refused_get_is_retried_with_the_same_head_post_is_not() {
+    let upstream = Upstream::start(|request: Request<Incoming>| async move {
+        assert_eq!(request.version(), Version::HTTP_2);
+        let accept = request.headers()[header::ACCEPT]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        ok(format!("{} {accept}", request.uri()))
+    })
+    .await;
+    let pool = UpstreamPool::new(
+        "api",
+        UpstreamOptions {
+            protocol: Protocol::Http2,
+            passive: None,
+            ..options(&[refused_addr(), upstream.addr])
+        },
+    )
+    .unwrap();
+    // Round robin: every other request tries the refused address first, and
+    // goes again to the other with the head it had.
+    for i in 0..4 {
+        let request = Request::get(format!("/x/{i}?q"))
+            .header(header::HOST, "app.test")
+            .header(header::ACCEPT, "text/plain")
+            .body(Body::empty())
+            .unwrap();
+        let (response, address) = pool.send(request).await.unwrap();
+        assert_eq!(address, upstream.addr);
+        assert_eq!(
+            text(response).await,
+            format!("http://app.test/x/{i}?q text/plain")
+        );
+    }
+    let hits = upstream.hits();
+    let mut failures = 0;
+    for _ in 0..2 {
+        let post = Request::post("/")
+            .header(header::HOST, "app.test")
+            .header(header::ACCEPT, "text/plain")
+            .body(Body::full("x"))
+            .unwrap();
+        failures += usize::from(pool.send(post).await.is_err());
+    }
+    assert_eq!(failures, 1, "a POST is not retried");
+    assert_eq!(upstream.hits(), hits + 1);
+}
+
+#[tokio::test]
 async fn host_header_is_kept_and_uri_is_origin_form() {
     let upstream = Upstream::start(|request: Request<Incoming>| async move {
         let host = request.headers()[header::HOST].to_str().unwrap().to_owned();

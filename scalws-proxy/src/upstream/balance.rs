@@ -6,8 +6,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use http::{HeaderName, Request};
-use scalws_core::{Body, ConnInfo};
+use http::HeaderName;
+use http::request::Parts;
+use scalws_core::ConnInfo;
 
 use super::Forwarding;
 use super::endpoint::Endpoint;
@@ -85,14 +86,14 @@ impl Balancer {
 
     /// The request's hash key, for the hash strategies (`None`: round robin).
     #[inline]
-    pub(crate) fn key(&self, request: &Request<Body>) -> Option<u64> {
+    pub(crate) fn key(&self, head: &Parts) -> Option<u64> {
         match &self.strategy {
-            Strategy::IpHash => request
-                .extensions()
+            Strategy::IpHash => head
+                .extensions
                 .get::<ConnInfo>()
                 .map(|info| rendezvous::hash_ip(info.peer().ip())),
-            Strategy::HeaderHash(name) => request
-                .headers()
+            Strategy::HeaderHash(name) => head
+                .headers
                 .get(name)
                 .map(|value| rendezvous::hash_bytes(value.as_bytes())),
             _ => None,

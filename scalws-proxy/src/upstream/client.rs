@@ -4,6 +4,7 @@
 //! connections alive and bound the response head.
 
 use futures_util::future::Either;
+use http::request::Parts;
 use http::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -27,30 +28,46 @@ pub(crate) enum UpstreamClient {
 }
 
 impl UpstreamClient {
-    /// Sends `request` and returns the response once its head arrived (the
-    /// body streams), or [`DeadlinePassed`] if `deadline` passes first. For
-    /// `http1` the URI must be origin-form and Host set. The future is the
-    /// chosen client's own, not an async function around it: that would be
-    /// one more copy of the request per request.
+    /// Sends the request (`head`, lent, and `body`) and returns the response
+    /// once its head arrived (the body streams), or [`DeadlinePassed`] if
+    /// `deadline` passes first. For `http1` the URI must be origin-form and
+    /// Host set. The future is the chosen client's own, not an async
+    /// function around it: that would be one more copy of the body and of
+    /// what the future keeps per request.
     ///
     /// `forwarding`'s fields go with the request: `http1` writes them into
-    /// the head, the pooled client gets them in the header map.
+    /// the head it sends, the pooled client gets them in the header map of
+    /// its copy. hyper-util's client takes a request of its own: a copy of
+    /// `head`, or `head` itself when `last` (no attempt can follow).
     #[inline]
     pub(crate) fn request<'a>(
         &'a self,
-        mut request: Request<Body>,
+        head: &'a mut Parts,
+        body: Body,
         deadline: Instant,
         forwarding: Option<&'a Forwarding>,
+        last: bool,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + 'a {
         match self {
-            Self::Http1(client) => Either::Left(client.request(request, deadline, forwarding)),
+            Self::Http1(client) => Either::Left(client.request(head, body, deadline, forwarding)),
             Self::Pooled(client) => {
+                let mut own = lent(head, last);
                 if let Some(forwarding) = forwarding {
-                    forwarding.apply(request.headers_mut());
+                    forwarding.apply(&mut own.headers);
                 }
-                Either::Right(pooled(client, request, deadline))
+                Either::Right(pooled(client, Request::from_parts(own, body), deadline))
             }
         }
+    }
+}
+
+/// The head hyper-util's client takes for one attempt: a copy of `head`, or
+/// `head` itself (an empty head left in its place) when no attempt follows.
+fn lent(head: &mut Parts, last: bool) -> Parts {
+    if last {
+        std::mem::replace(head, Request::new(()).into_parts().0)
+    } else {
+        head.clone()
     }
 }
 
@@ -119,4 +136,42 @@ pub(crate) fn build(options: &UpstreamOptions, connector: Connector) -> Upstream
         Protocol::Http1 | Protocol::Https => {}
     }
     UpstreamClient::Pooled(Box::new(builder.build(connector)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use http::Method;
+    use scalws_core::ConnInfo;
+
+    use super::*;
+
+    #[test]
+    fn a_lent_head_keeps_the_request_and_its_conn_info() {
+        let info = ConnInfo::new(
+            "http".into(),
+            scalws_core::Scheme::Http,
+            "10.0.0.1:5000".parse().unwrap(),
+            "127.0.0.1:80".parse().unwrap(),
+            None,
+        );
+        let mut request = Request::delete("/x?y")
+            .header("host", "a.test")
+            .body(Body::empty())
+            .unwrap();
+        request.extensions_mut().insert(info);
+        let (mut head, _) = request.into_parts();
+        for last in [false, true] {
+            let again = lent(&mut head, last);
+            assert_eq!(again.method, Method::DELETE);
+            assert_eq!(again.uri, "/x?y");
+            assert_eq!(again.headers["host"], "a.test");
+            assert_eq!(
+                again.extensions.get::<ConnInfo>().map(ConnInfo::peer),
+                Some("10.0.0.1:5000".parse().unwrap())
+            );
+        }
+        // The last attempt took the head itself.
+        assert!(head.headers.is_empty());
+    }
 }

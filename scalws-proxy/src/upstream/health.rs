@@ -98,9 +98,10 @@ impl Checker {
         // The check's deadline bounds the head here and, below, the body.
         let deadline = tokio::time::Instant::now() + self.check.timeout;
         let check = async {
+            let (mut head, body) = request.into_parts();
             let response = endpoint
                 .client()
-                .request(request, deadline, None)
+                .request(&mut head, body, deadline, None, true)
                 .await
                 .ok()?;
             let status = response.status();

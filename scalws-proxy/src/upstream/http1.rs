@@ -34,6 +34,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::request::Parts;
 use http::{Method, Request, Response, header};
 use http_body::{Frame, SizeHint};
 use hyper::client::conn::http1::Builder;
@@ -45,7 +46,6 @@ use tokio::time::Instant;
 use super::Forwarding;
 use super::client::{DeadlinePassed, within};
 use super::connector::Connector;
-use super::retry::Unanswered;
 use super::wire::{Exchange, Wire, WireError};
 
 /// How often a thread's idle lists are swept of expired connections and of
@@ -105,54 +105,56 @@ impl Http1Client {
         }
     }
 
-    /// Sends `request` (origin-form, with its Host) and returns the response
-    /// once its head has arrived; the body streams and drives the connection.
-    /// A failure before the response head is an [`Unanswered`] that gives
-    /// the request's head back, for a retry; a `deadline` that passes first
-    /// is [`DeadlinePassed`] (the connection is closed).
+    /// Sends the request (`head`, origin-form with its Host, and `body`) and
+    /// returns the response once its head has arrived; the body streams and
+    /// drives the connection. The head is sent from where the caller keeps
+    /// it, which is where a retry finds it; once the answer's head is in,
+    /// its header map is taken, emptied, for the connection's next answer
+    /// head. A `deadline` that passes first is [`DeadlinePassed`] (the
+    /// connection is closed).
     pub(crate) async fn request(
         &self,
-        request: Request<Body>,
+        head: &mut Parts,
+        body: Body,
         deadline: Instant,
         forwarding: Option<&Forwarding>,
     ) -> Result<Response<Body>, BoxError> {
-        if request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT {
+        if head.headers.contains_key(header::UPGRADE) || head.method == Method::CONNECT {
             // Boxed: its future (hyper's handshake and send) would make this
             // one, and every future around it, a kilobyte larger to move.
-            return within(deadline, Box::pin(self.upgrade(request, forwarding))).await?;
+            return within(deadline, Box::pin(self.upgrade(head, body, forwarding))).await?;
         }
-        let (request, body) = request.into_parts();
         let wire = match self.checkout() {
             Some(wire) => wire,
             // Boxed: the connect future is large and rarely needed, and
             // the request's future is moved into a box of its own.
             None => match within(deadline, Box::pin(self.connect())).await? {
                 Ok(wire) => wire,
-                Err(source) => return Err(unanswered(request, source)),
+                Err(source) => return Err(source),
             },
         };
-        let mut exchange = match Exchange::start(wire, &request, body, forwarding) {
+        let mut exchange = match Exchange::start(wire, head, body, forwarding) {
             Ok(exchange) => exchange,
             Err((wire, error)) => {
                 // Nothing was written: the connection is as it was.
                 self.checkin(wire);
-                return Err(unanswered(request, error.into()));
+                return Err(error.into());
             }
         };
         // The head, or the deadline on the connection's own timer (polled
         // after the head, as `tokio::time::timeout` does).
-        let head = poll_fn(|cx| {
+        let answer = poll_fn(|cx| {
             if let Poll::Ready(head) = exchange.poll_head(cx) {
                 return Poll::Ready(Some(head));
             }
             exchange.poll_deadline(cx, deadline).map(|()| None)
         });
-        let response = match head.await {
+        let response = match answer.await {
             Some(Ok(response)) => response,
-            Some(Err(error)) => return Err(unanswered(request, error.into())),
+            Some(Err(error)) => return Err(error.into()),
             None => return Err(DeadlinePassed.into()),
         };
-        exchange.recycle(request.headers);
+        exchange.recycle(std::mem::take(&mut head.headers));
         let (parts, ()) = response.into_parts();
         let body = if exchange.body_ended() {
             self.ended(exchange);
@@ -179,12 +181,12 @@ impl Http1Client {
     #[cold]
     async fn upgrade(
         &self,
-        request: Request<Body>,
+        head: &Parts,
+        body: Body,
         forwarding: Option<&Forwarding>,
     ) -> Result<Response<Body>, BoxError> {
-        // hyper's client takes the request: a copy of its head, as it came,
-        // is kept for a retry (this path is rare).
-        let (head, body) = request.into_parts();
+        // hyper's client takes the request: a copy of its head (this path
+        // is rare), the head itself staying with the caller for a retry.
         let mut outgoing = head.clone();
         if let Some(forwarding) = forwarding {
             forwarding.apply(&mut outgoing.headers);
@@ -201,7 +203,7 @@ impl Http1Client {
         };
         match sent.await {
             Ok(response) => Ok(response.map(|body| Body::incoming(body, u64::MAX))),
-            Err(source) => Err(unanswered(head, source)),
+            Err(source) => Err(source),
         }
     }
 
@@ -278,12 +280,6 @@ impl Http1Client {
             }
         });
     }
-}
-
-/// A failure before the response head, with the head of its request.
-#[cold]
-fn unanswered(head: http::request::Parts, source: BoxError) -> BoxError {
-    Box::new(Unanswered { head, source })
 }
 
 /// A worker thread's idle connections, per client.

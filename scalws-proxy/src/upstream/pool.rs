@@ -19,7 +19,7 @@ use super::endpoint::{Endpoint, EndpointStats, InFlight, PassivePolicy};
 use super::error::{InvalidUpstream, UpstreamError};
 use super::health::Checker;
 use super::options::{Protocol, UpstreamOptions};
-use super::retry::{Failure, Replay, Unanswered};
+use super::retry::{self, Failure};
 use super::sent;
 use super::tls::TlsSetup;
 
@@ -199,19 +199,27 @@ impl UpstreamPool {
     /// `close` is about the pool's connection, which the pool keeps or
     /// closes, and is not among the response's headers. Any other
     /// `Connection` is there as sent.
-    #[inline]
     pub fn send(
         &self,
         request: Request<Body>,
     ) -> impl Future<Output = Result<(Response<Body>, SocketAddr), UpstreamError>> + Send + '_ {
-        self.send_forwarded(request, None)
+        let (mut head, body) = request.into_parts();
+        async move { self.send_forwarded(&mut head, body, None).await }
     }
 
-    /// [`send`](Self::send), with the proxy's `X-Forwarded-*` fields added
-    /// on the way (see [`Forwarding`]).
+    /// [`send`](Self::send) of a request whose head its caller keeps, with
+    /// the proxy's `X-Forwarded-*` fields added on the way (see
+    /// [`Forwarding`]). The head stays where the caller has it, and every
+    /// attempt sends from there: it is not moved through the pool, the
+    /// client and the exchange (a request head is 224 bytes), and a retry
+    /// needs no copy of it. What an attempt changes in it (target, Host,
+    /// version) is what the next attempt needs anyway; after an `http1`
+    /// answer its header map is taken, emptied, for the connection's next
+    /// answer head.
     pub(crate) async fn send_forwarded(
         &self,
-        mut request: Request<Body>,
+        head: &mut http::request::Parts,
+        body: Body,
         mut forwarding: Option<&Forwarding>,
     ) -> Result<(Response<Body>, SocketAddr), UpstreamError> {
         let inner = &*self.inner;
@@ -220,33 +228,33 @@ impl UpstreamPool {
         if let Some(fields) = forwarding
             && inner.balancer.hashes_forwarding()
         {
-            fields.apply(request.headers_mut());
+            fields.apply(&mut head.headers);
             forwarding = None;
         }
-        let key = inner.balancer.key(&request);
-        let may_retry = inner.retries > 0 && Replay::allowed(&request);
-        // `http1` attempts give the request's head back when they fail
-        // before the answer, so no copy is kept for them.
-        let replay = if may_retry && !inner.http1 {
-            Replay::capture(&request)
-        } else {
-            None
-        };
+        let key = inner.balancer.key(head);
+        let may_retry = inner.retries > 0 && retry::allowed(head, &body);
         let mut index = inner.select(key, &[]);
+        let mut body = Some(body);
         // Allocated only when a retry happens.
         let mut tried: Vec<usize> = Vec::new();
         loop {
-            let settled = match inner.prepare(index, &mut request) {
+            // The first attempt sends the client's body; a retried request
+            // had none.
+            let mut sending = body.take().unwrap_or_default();
+            let settled = match inner.prepare(index, head, &mut sending) {
                 Ok(attempt) => {
                     let client = attempt.endpoint.client();
-                    let outcome = client.request(request, deadline, forwarding).await;
-                    inner.settle(attempt, outcome)
+                    let last = !may_retry || tried.len() >= inner.retries as usize;
+                    let outcome = client
+                        .request(head, sending, deadline, forwarding, last)
+                        .await;
+                    inner.settle(attempt, head, outcome)
                 }
                 Err(failed) => Err(failed),
             };
-            let (failure, head) = match settled {
+            let failure = match settled {
                 Ok(response) => return Ok((response, inner.endpoints[index].address())),
-                Err(failed) => *failed,
+                Err(failure) => failure,
             };
             let source = match failure {
                 Failure::TimedOut => {
@@ -267,12 +275,6 @@ impl UpstreamPool {
             if !may_retry || tried.len() >= inner.retries as usize {
                 return Err(inner.unavailable(source));
             }
-            // The head the client gave back (`http1`), else the copy.
-            let again = match (head, &replay) {
-                (Some(head), _) => Request::from_parts(head, Body::empty()),
-                (None, Some(replay)) => replay.rebuild(),
-                (None, None) => return Err(inner.unavailable(source)),
-            };
             tracing::debug!(
                 upstream = &*inner.name,
                 address = %inner.endpoints[index].address(),
@@ -281,7 +283,6 @@ impl UpstreamPool {
             );
             tried.push(index);
             index = inner.select(key, &tried);
-            request = again;
         }
     }
 
@@ -378,34 +379,34 @@ impl Inner {
             .map_or(0, |(i, _)| i)
     }
 
-    /// Readies `request` for one attempt on the address at `index`: its
-    /// target, Host and version as that address takes them, and a watch on
-    /// its body. Then [`UpstreamPool::send`] awaits the address's client
-    /// itself, and [`Inner::settle`] reads the outcome: the request goes
-    /// into the client's future without an attempt's future between them,
-    /// which would copy it once more.
+    /// Readies the request (`head`, `body`) for one attempt on the address
+    /// at `index`: its target, Host and version as that address takes them,
+    /// and a watch on its body. Then [`UpstreamPool::send_forwarded`] awaits
+    /// the address's client itself, and [`Inner::settle`] reads the outcome:
+    /// the body goes into the client's future without an attempt's future
+    /// between them, which would copy it once more.
     fn prepare(
         &self,
         index: usize,
-        request: &mut Request<Body>,
-    ) -> Result<Attempt<'_>, Box<Failed>> {
+        head: &mut http::request::Parts,
+        body: &mut Body,
+    ) -> Result<Attempt<'_>, Failure> {
         let endpoint = &self.endpoints[index];
-        let uri = std::mem::take(request.uri_mut());
+        let uri = std::mem::take(&mut head.uri);
         let mut host_added = false;
-        *request.uri_mut() = if self.http1 {
+        head.uri = if self.http1 {
             // Origin-form, with Host (the address when the client sent none).
-            if let header::Entry::Vacant(host) = request.headers_mut().entry(header::HOST) {
+            if let header::Entry::Vacant(host) = head.headers.entry(header::HOST) {
                 host.insert(endpoint.host().clone());
                 host_added = true;
             }
             origin_form(uri)
         } else {
-            let authority = host_authority(request).unwrap_or_else(|| endpoint.authority().clone());
-            self.target(authority, uri)
-                .map_err(|error| Box::new((Failure::Final(error), None)))?
+            let authority = host_authority(head).unwrap_or_else(|| endpoint.authority().clone());
+            self.target(authority, uri).map_err(Failure::Final)?
         };
-        *request.version_mut() = self.version;
-        let body = sent::watch(request);
+        head.version = self.version;
+        let body = sent::watch(body);
         Ok(Attempt {
             host_added,
             body,
@@ -414,16 +415,15 @@ impl Inner {
         })
     }
 
-    /// The outcome of one attempt on its address, until the
-    /// response head or the deadline. A failure comes with the request's
-    /// head when the client gave it back (`http1`), as the next attempt
-    /// would send it; boxed, so that the result an answer moves through
-    /// stays the size of a response.
+    /// The outcome of one attempt on its address, until the response head
+    /// or the deadline. After a failure, a Host the attempt added is taken
+    /// out of `head` again (the next address gets its own).
     fn settle(
         &self,
         attempt: Attempt<'_>,
+        head: &mut http::request::Parts,
         outcome: Result<Response<Body>, scalws_core::BoxError>,
-    ) -> Result<Response<Body>, Box<Failed>> {
+    ) -> Result<Response<Body>, Failure> {
         let Attempt {
             endpoint,
             host_added,
@@ -440,28 +440,23 @@ impl Inner {
                     .as_ref()
                     .is_some_and(sent::BodyWatch::waiting_on_client)
                 {
-                    return Err(Box::new((
-                        Failure::Client(
-                            StatusCode::REQUEST_TIMEOUT,
-                            "the request body was not all received within request_timeout".into(),
-                        ),
-                        None,
-                    )));
+                    return Err(Failure::Client(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "the request body was not all received within request_timeout".into(),
+                    ));
                 }
                 endpoint.record_failure(self.passive);
-                Err(Box::new((Failure::TimedOut, None)))
+                Err(Failure::TimedOut)
             }
             Err(error) => {
-                let (error, mut head) = Unanswered::take(error);
-                if host_added && let Some(head) = &mut head {
-                    // The next address gets its own.
+                if host_added {
                     head.headers.remove(header::HOST);
                 }
                 if let Some(status) = body.as_ref().and_then(|b| b.client_fault(error.as_ref())) {
-                    return Err(Box::new((Failure::Client(status, error), head)));
+                    return Err(Failure::Client(status, error));
                 }
                 endpoint.record_failure(self.passive);
-                Err(Box::new((Failure::from_error(error), head)))
+                Err(Failure::from_error(error))
             }
         }
     }
@@ -487,9 +482,6 @@ impl Inner {
 }
 
 /// The URI's path and query alone (`/` when it has none).
-/// A failed attempt, with the request's head when the client gave it back.
-type Failed = (Failure, Option<http::request::Parts>);
-
 /// What one attempt keeps beside the request while it is out: its address,
 /// whether it added Host, the watch on its body, and its count on the
 /// address.
@@ -510,8 +502,8 @@ fn origin_form(uri: Uri) -> Uri {
 }
 
 /// The request's Host as a URI authority, when it is a valid one.
-fn host_authority(request: &Request<Body>) -> Option<Authority> {
-    let host = request.headers().get(header::HOST)?.as_bytes();
+fn host_authority(head: &http::request::Parts) -> Option<Authority> {
+    let host = head.headers.get(header::HOST)?.as_bytes();
     Authority::try_from(host)
         .ok()
         .filter(|authority| !authority.as_str().contains('@'))

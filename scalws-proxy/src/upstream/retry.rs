@@ -1,4 +1,4 @@
-//! When a failed attempt may go again, and the request it goes again with.
+//! When a failed attempt may go again.
 //!
 //! Only idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) with an
 //! empty body are retried, and only for failures before any response byte:
@@ -9,88 +9,18 @@
 
 use std::error::Error as StdError;
 
-use http::{HeaderMap, Method, Request, StatusCode, Uri, Version, header};
-use scalws_core::{Body, BoxError, ConnInfo};
+use http::request::Parts;
+use http::{Method, StatusCode, header};
+use scalws_core::{Body, BoxError};
 
 use super::error::{ConnectFailed, ConnectTimedOut};
 use super::wire::WireError;
 
-/// A failure before any of the answer, with the request's head given back
-/// (by the `http1` client, which sends from a borrowed head): the pool sends
-/// it again from there instead of keeping a copy of every request. Taken
-/// apart by the pool before the failure is sorted; never seen outside it.
-#[derive(Debug)]
-pub(crate) struct Unanswered {
-    pub(crate) head: http::request::Parts,
-    pub(crate) source: BoxError,
-}
-
-impl std::fmt::Display for Unanswered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.source.fmt(f)
-    }
-}
-
-impl StdError for Unanswered {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(self.source.as_ref())
-    }
-}
-
-impl Unanswered {
-    /// The failure, and the head when `error` carries one.
-    pub(crate) fn take(error: BoxError) -> (BoxError, Option<http::request::Parts>) {
-        match error.downcast::<Unanswered>() {
-            Ok(unanswered) => {
-                let Unanswered { head, source } = *unanswered;
-                (source, Some(head))
-            }
-            Err(error) => (error, None),
-        }
-    }
-}
-
-/// What is needed to send a request again: it had an empty body.
-pub(crate) struct Replay {
-    method: Method,
-    uri: Uri,
-    version: Version,
-    headers: HeaderMap,
-    conn_info: Option<ConnInfo>,
-}
-
-impl Replay {
-    /// Whether `request` may be sent again: idempotent, with an empty body.
-    pub(crate) fn allowed(request: &Request<Body>) -> bool {
-        is_idempotent(request.method()) && has_empty_body(request)
-    }
-
-    /// A copy of `request` when it may be retried.
-    pub(crate) fn capture(request: &Request<Body>) -> Option<Self> {
-        if !Self::allowed(request) {
-            return None;
-        }
-        Some(Self {
-            method: request.method().clone(),
-            uri: request.uri().clone(),
-            version: request.version(),
-            headers: request.headers().clone(),
-            conn_info: request.extensions().get::<ConnInfo>().cloned(),
-        })
-    }
-
-    /// The request again, with an empty body.
-    pub(crate) fn rebuild(&self) -> Request<Body> {
-        let mut request = Request::new(Body::empty());
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.uri.clone();
-        *request.version_mut() = self.version;
-        *request.headers_mut() = self.headers.clone();
-        if let Some(info) = &self.conn_info {
-            request.extensions_mut().insert(info.clone());
-        }
-        request
-    }
+/// Whether a request (`head`, `body`) may be sent again: idempotent, with an
+/// empty body. The pool sends it again from the head its caller keeps, with
+/// no body.
+pub(crate) fn allowed(head: &Parts, body: &Body) -> bool {
+    is_idempotent(&head.method) && has_empty_body(head, body)
 }
 
 fn is_idempotent(method: &Method) -> bool {
@@ -100,10 +30,10 @@ fn is_idempotent(method: &Method) -> bool {
     )
 }
 
-fn has_empty_body(request: &Request<Body>) -> bool {
-    http_body::Body::is_end_stream(request.body())
-        || request
-            .headers()
+fn has_empty_body(head: &Parts, body: &Body) -> bool {
+    http_body::Body::is_end_stream(body)
+        || head
+            .headers
             .get(header::CONTENT_LENGTH)
             .is_some_and(|length| length.as_bytes() == b"0")
 }
@@ -161,39 +91,18 @@ fn is_bad_response(error: &(dyn StdError + 'static)) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use http::Request;
+
     use super::*;
 
     #[test]
-    fn only_idempotent_empty_requests_are_captured() {
-        let get = Request::get("/").body(Body::empty()).unwrap();
-        assert!(Replay::capture(&get).is_some());
-        let post = Request::post("/").body(Body::empty()).unwrap();
-        assert!(Replay::capture(&post).is_none());
-        let put_with_body = Request::put("/").body(Body::full("x")).unwrap();
-        assert!(Replay::capture(&put_with_body).is_none());
-    }
-
-    #[test]
-    fn rebuild_keeps_head_and_conn_info() {
-        let info = ConnInfo::new(
-            "http".into(),
-            scalws_core::Scheme::Http,
-            "10.0.0.1:5000".parse().unwrap(),
-            "127.0.0.1:80".parse().unwrap(),
-            None,
-        );
-        let mut request = Request::delete("/x?y")
-            .header("host", "a.test")
-            .body(Body::empty())
-            .unwrap();
-        request.extensions_mut().insert(info);
-        let again = Replay::capture(&request).unwrap().rebuild();
-        assert_eq!(again.method(), Method::DELETE);
-        assert_eq!(again.uri(), "/x?y");
-        assert_eq!(again.headers()["host"], "a.test");
-        assert_eq!(
-            again.extensions().get::<ConnInfo>().map(ConnInfo::peer),
-            Some("10.0.0.1:5000".parse().unwrap())
-        );
+    fn only_idempotent_empty_requests_are_allowed() {
+        let allowed = |request: Request<Body>| {
+            let (head, body) = request.into_parts();
+            super::allowed(&head, &body)
+        };
+        assert!(allowed(Request::get("/").body(Body::empty()).unwrap()));
+        assert!(!allowed(Request::post("/").body(Body::empty()).unwrap()));
+        assert!(!allowed(Request::put("/").body(Body::full("x")).unwrap()));
     }
 }

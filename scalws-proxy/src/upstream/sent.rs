@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
+use http::StatusCode;
 use http_body::{Frame, SizeHint};
 use scalws_core::error::status_for;
 use scalws_core::{Body, BoxError};
@@ -27,15 +27,15 @@ const FAILED: u8 = 3;
 /// sent, or failed.
 pub(crate) struct BodyWatch(Arc<AtomicU8>);
 
-/// Watches `request`'s body, unless it has none (then nothing can go wrong
+/// Watches a request's body, unless it has none (then nothing can go wrong
 /// on the client's side, and nothing is allocated).
-pub(crate) fn watch(request: &mut Request<Body>) -> Option<BodyWatch> {
-    if http_body::Body::is_end_stream(request.body()) {
+pub(crate) fn watch(body: &mut Body) -> Option<BodyWatch> {
+    if http_body::Body::is_end_stream(body) {
         return None;
     }
     let state = Arc::new(AtomicU8::new(SENDING));
-    let inner = std::mem::take(request.body_mut());
-    *request.body_mut() = Body::new(Watched {
+    let inner = std::mem::take(body);
+    *body = Body::new(Watched {
         inner,
         state: state.clone(),
     });

@@ -292,7 +292,7 @@ async fn forward(forward: Forward, mut parts: Parts, body: Body) -> Response<Bod
     let (mut parts, body) = match layered {
         // The pool puts the forwarding fields where its upstream needs them.
         None => match pool
-            .send_forwarded(Request::from_parts(parts, body), Some(&forwarding))
+            .send_forwarded(&mut parts, body, Some(&forwarding))
             .await
         {
             Ok((upstream, address)) => {
