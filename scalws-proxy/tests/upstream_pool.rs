@@ -1163,8 +1163,9 @@ async fn http2_refused_get_is_retried_with_the_same_head_post_is_not() {
         },
     )
     .unwrap();
-    // Round robin: every other request tries the refused address first, and
-    // goes again to the other with the head it had.
+    // Round robin over both addresses (a retry's choice moves the cursor
+    // too): a request that tries the refused address first goes again to
+    // the other with the head it had.
     for i in 0..4 {
         let request = Request::get(format!("/x/{i}?q"))
             .header(header::HOST, "app.test")

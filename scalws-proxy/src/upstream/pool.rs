@@ -212,10 +212,14 @@ impl UpstreamPool {
     /// [`Forwarding`]). The head stays where the caller has it, and every
     /// attempt sends from there: it is not moved through the pool, the
     /// client and the exchange (a request head is 224 bytes), and a retry
-    /// needs no copy of it. What an attempt changes in it (target, Host,
-    /// version) is what the next attempt needs anyway; after an `http1`
-    /// answer its header map is taken, emptied, for the connection's next
-    /// answer head.
+    /// on `http1` needs no copy of it. Each attempt sets its target and
+    /// version for its address (a Host the pool added for a failed address
+    /// is taken out again). What is left of the head afterwards is not the
+    /// request: after an `http1` answer its header map has been taken,
+    /// emptied, for the connection's next answer head, and on `http2` and
+    /// `https` the last attempt that may be made (the only one, for a
+    /// request that cannot be retried) hands hyper-util's client the head
+    /// itself and leaves an empty one.
     pub(crate) async fn send_forwarded(
         &self,
         head: &mut http::request::Parts,
@@ -481,7 +485,6 @@ impl Inner {
     }
 }
 
-/// The URI's path and query alone (`/` when it has none).
 /// What one attempt keeps beside the request while it is out: its address,
 /// whether it added Host, the watch on its body, and its count on the
 /// address.
@@ -493,6 +496,7 @@ struct Attempt<'a> {
     _in_flight: InFlight<'a>,
 }
 
+/// The URI's path and query alone (`/` when it has none).
 fn origin_form(uri: Uri) -> Uri {
     match uri.path_and_query() {
         Some(_) if uri.scheme().is_none() && uri.authority().is_none() => uri,
