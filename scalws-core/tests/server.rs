@@ -138,10 +138,8 @@ fn start(limits: Limits) -> Running {
 /// A server on a free loopback port serving `service` until dropped.
 fn start_serving<S>(limits: Limits, service: S) -> Running
 where
-    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
+    S: tower::Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
+    S::Error: Into<scalws_core::BoxError>,
     S::Future: Send + 'static,
 {
     let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
@@ -1145,13 +1143,10 @@ impl tower::Service<Request<Body>> for FailsToBeReady {
 #[tokio::test]
 async fn a_failed_readiness_gets_500_and_the_connection_goes_on() {
     for proto in [Proto::Http1, Proto::H2c] {
-        let spec = ListenerSpec::http("edge", "127.0.0.1:0".parse().unwrap());
-        let server = Server::bind(&[spec], Limits::default()).unwrap();
-        let addr = server.local_addrs()[0].1;
-        let running = server.start(FailsToBeReady::default());
+        let server = start_serving(Limits::default(), FailsToBeReady::default());
         let answers = tokio::time::timeout(
             Duration::from_secs(10),
-            on_one_connection(addr, proto, &["/", "/", "/"]),
+            on_one_connection(server.addr, proto, &["/", "/", "/"]),
         )
         .await
         .expect("answered in time");
@@ -1160,7 +1155,6 @@ async fn a_failed_readiness_gets_500_and_the_connection_goes_on() {
             [(200, "ready"), (500, ""), (200, "ready")].map(|(s, t)| (s, t.to_owned())),
             "{proto:?}"
         );
-        running.shutdown().await;
     }
 }
 

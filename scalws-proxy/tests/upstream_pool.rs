@@ -651,11 +651,13 @@ async fn slow_upstream_times_out_at_request_timeout() {
     assert_eq!(pool.stats()[0].failures, 1);
 }
 
-/// A pool of a refused address then `good`, in turn, without passive health.
-fn refused_then(good: SocketAddr) -> UpstreamPool {
+/// A pool of a refused address then `good`, in turn, speaking `protocol`,
+/// without passive health.
+fn refused_then(good: SocketAddr, protocol: Protocol) -> UpstreamPool {
     UpstreamPool::new(
         "api",
         UpstreamOptions {
+            protocol,
             passive: None,
             ..options(&[refused_addr(), good])
         },
@@ -666,7 +668,7 @@ fn refused_then(good: SocketAddr) -> UpstreamPool {
 #[tokio::test]
 async fn refused_get_is_retried_elsewhere_post_is_not() {
     let good = Upstream::named("good").await;
-    let pool = refused_then(good.addr);
+    let pool = refused_then(good.addr, Protocol::Http1);
     for _ in 0..4 {
         assert_eq!(answered(&pool, get("/")).await, good.addr);
     }
@@ -712,8 +714,10 @@ async fn a_retry_sends_the_same_head_with_the_next_addresss_own_host() {
         }
     })
     .await;
-    let pool = refused_then(good.addr);
-    // Round robin: every other request tries the refused address first.
+    let pool = refused_then(good.addr, Protocol::Http1);
+    // Round robin over both addresses (a retry's choice moves the cursor
+    // too): a request that tries the refused address first goes again to
+    // the other.
     for i in 0..4 {
         let with_host = Request::get(format!("/with/{i}"))
             .header(header::HOST, "app.test")
@@ -1154,15 +1158,7 @@ async fn http2_refused_get_is_retried_with_the_same_head_post_is_not() {
         ok(format!("{} {accept}", request.uri()))
     })
     .await;
-    let pool = UpstreamPool::new(
-        "api",
-        UpstreamOptions {
-            protocol: Protocol::Http2,
-            passive: None,
-            ..options(&[refused_addr(), upstream.addr])
-        },
-    )
-    .unwrap();
+    let pool = refused_then(upstream.addr, Protocol::Http2);
     // Round robin over both addresses (a retry's choice moves the cursor
     // too): a request that tries the refused address first goes again to
     // the other with the head it had.
